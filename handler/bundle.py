@@ -1,0 +1,146 @@
+"""The model bundle format: the only contract between the build step and the runtime.
+
+A bundle is a folder holding two ONNX graphs, the Marian tokenizer files and ``manifest.json``. The file
+names and the graphs' input/output names below are used by ``build/`` (which writes bundles), ``handler/``
+(which reads them), the Dockerfile and the tests; nothing else spells them.
+
+Graphs (``L`` = decoder layers, ``H`` = attention heads, ``D`` = head size, all float tensors float32):
+
+``encoder.onnx``
+    inputs  ``input_ids`` int64 [batch, src_len], ``attention_mask`` int64 [batch, src_len] (1 = token)
+    outputs ``cross_key.{i}``, ``cross_value.{i}`` for i < L, float [batch, H, src_len, D]: the encoder
+            output already projected by decoder layer i's cross-attention key/value projections.
+``decoder.onnx`` (one step, with KV cache; the first step passes a past of length 0)
+    inputs  ``input_ids`` int64 [batch, 1], ``encoder_attention_mask`` int64 [batch, src_len],
+            ``past_key.{i}``, ``past_value.{i}`` float [batch, H, past_len, D],
+            ``cross_key.{i}``, ``cross_value.{i}`` float [batch, H, src_len, D]
+    outputs ``log_probs`` float [batch, vocab] (log-softmax of the next-token logits, final_logits_bias
+            included), ``present_key.{i}``, ``present_value.{i}`` float [batch, H, past_len + 1, D]
+    The position of the new token is ``past_len``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT_VERSION = 1
+
+MANIFEST = "manifest.json"
+ENCODER_ONNX = "encoder.onnx"
+DECODER_ONNX = "decoder.onnx"
+SOURCE_SPM = "source.spm"
+TARGET_SPM = "target.spm"
+VOCAB_JSON = "vocab.json"
+TOKENIZER_FILES = (SOURCE_SPM, TARGET_SPM, VOCAB_JSON)
+MODEL_FILES = (ENCODER_ONNX, DECODER_ONNX)
+MODEL_CARD = "MODEL_CARD.md"  # optional, human-readable; hashed like every other file when present
+
+# graph input/output names
+INPUT_IDS = "input_ids"
+ATTENTION_MASK = "attention_mask"
+ENCODER_ATTENTION_MASK = "encoder_attention_mask"
+LOG_PROBS = "log_probs"
+
+
+def cross_key(layer: int) -> str:
+    return f"cross_key.{layer}"
+
+
+def cross_value(layer: int) -> str:
+    return f"cross_value.{layer}"
+
+
+def past_key(layer: int) -> str:
+    return f"past_key.{layer}"
+
+
+def past_value(layer: int) -> str:
+    return f"past_value.{layer}"
+
+
+def present_key(layer: int) -> str:
+    return f"present_key.{layer}"
+
+
+def present_value(layer: int) -> str:
+    return f"present_value.{layer}"
+
+
+# input normalisation the runtime applies before tokenizing (declared per bundle)
+NORMALIZATION_NONE = "none"
+NORMALIZATION_NFKC = "nfkc"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the runtime needs to know about the network and its vocabulary."""
+
+    vocab_size: int
+    d_model: int
+    attention_heads: int
+    head_dim: int
+    encoder_layers: int
+    decoder_layers: int
+    max_positions: int
+    pad_id: int
+    eos_id: int
+    unk_id: int
+    decoder_start_id: int
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    sha256: str
+    bytes: int
+
+
+@dataclass
+class Manifest:
+    """``manifest.json``. Sections other than ``model`` and ``files`` are free-form records for people."""
+
+    name: str
+    source_model: str
+    model: ModelSpec
+    files: dict[str, FileEntry]
+    normalization: str = NORMALIZATION_NONE
+    format_version: int = FORMAT_VERSION
+    created_at: str = ""
+    quantization: dict[str, Any] = field(default_factory=dict)
+    verification: dict[str, Any] = field(default_factory=dict)
+    quality: dict[str, Any] = field(default_factory=dict)
+    training: dict[str, Any] = field(default_factory=dict)
+    tools: dict[str, str] = field(default_factory=dict)
+    licence: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["model"] = ModelSpec(**data["model"])
+        known["files"] = {name: FileEntry(**entry) for name, entry in data["files"].items()}
+        return cls(**known)
+
+    def bundle_hash(self) -> str:
+        """One short id for the whole bundle: the sha256 of its files' hashes, in name order."""
+        digest = hashlib.sha256()
+        for name in sorted(self.files):
+            digest.update(f"{name}:{self.files[name].sha256}\n".encode())
+        return digest.hexdigest()[:16]
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_entry(path: Path) -> FileEntry:
+    return FileEntry(sha256=sha256_of(path), bytes=path.stat().st_size)

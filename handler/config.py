@@ -1,0 +1,158 @@
+"""Runtime configuration: one typed object built once at start-up from explicit values and the environment.
+
+Precedence: an explicit argument beats an environment variable beats the default. Every variable name is a
+constant here (and documented in the README); a bad value raises ``ConfigurationError`` naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, TypeVar
+
+from handler.errors import ConfigurationError
+
+# --- environment variable names -------------------------------------------------------------------------
+ENV_BUNDLE_DIR = "TRANSLATE_BUNDLE_DIR"
+ENV_THREADS = "TRANSLATE_THREADS"
+ENV_SPINNING = "TRANSLATE_THREAD_SPINNING"
+ENV_VERIFY_HASHES = "TRANSLATE_VERIFY_HASHES"
+ENV_MAX_CHARS = "TRANSLATE_MAX_CHARS"
+ENV_MAX_TEXTS = "TRANSLATE_MAX_TEXTS"
+ENV_MAX_FILE_BYTES = "TRANSLATE_MAX_FILE_BYTES"
+ENV_BEAM_SIZE = "TRANSLATE_BEAM_SIZE"
+ENV_BATCH_TOKENS = "TRANSLATE_BATCH_TOKENS"
+ENV_CORS_ORIGINS = "TRANSLATE_CORS_ORIGINS"
+ENV_OUTPUT_BUCKET = "TRANSLATE_OUTPUT_BUCKET"
+ENV_OUTPUT_PREFIX = "TRANSLATE_OUTPUT_PREFIX"
+ENV_DEADLINE_MARGIN_S = "TRANSLATE_DEADLINE_MARGIN_S"
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_BUNDLE_DIR = REPO_ROOT / "model_artifacts" / "default"
+
+MAX_BEAM_SIZE = 8
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """Everything the runtime reads from its environment, with defaults suited to a 2048 MB function."""
+
+    bundle_dir: Path = DEFAULT_BUNDLE_DIR
+    threads: int = 0  # ONNX Runtime intra-op threads; 0 = one per available CPU, at most 2
+    thread_spinning: bool = False  # spinning slows a loop that alternates ORT calls with Python work
+    verify_hashes: bool = True
+    max_chars: int = 20_000  # per request (all texts together)
+    max_texts: int = 64  # per request
+    max_file_bytes: int = 2_000_000  # per uploaded file (S3 / Cloud Storage events)
+    beam_size: int = 4  # default beam size when a request does not choose
+    batch_tokens: int = 2_048  # source tokens per decoding batch (padded)
+    cors_origins: tuple[str, ...] = ()  # empty = same origin only; "*" allows any
+    output_bucket: str = ""  # file events: where translations go ("" = the input bucket)
+    output_prefix: str = "translated/"
+    deadline_margin_s: float = 10.0  # stop file work this long before the platform's deadline
+
+    def __post_init__(self) -> None:
+        checks: list[tuple[bool, str, str]] = [
+            (self.threads >= 0, ENV_THREADS, "0 (automatic) or a positive number of threads"),
+            (self.max_chars > 0, ENV_MAX_CHARS, "a positive number of characters"),
+            (self.max_texts > 0, ENV_MAX_TEXTS, "a positive number of texts"),
+            (self.max_file_bytes > 0, ENV_MAX_FILE_BYTES, "a positive number of bytes"),
+            (1 <= self.beam_size <= MAX_BEAM_SIZE, ENV_BEAM_SIZE, f"an integer from 1 to {MAX_BEAM_SIZE}"),
+            (self.batch_tokens >= 64, ENV_BATCH_TOKENS, "at least 64 tokens"),
+            (self.deadline_margin_s >= 0, ENV_DEADLINE_MARGIN_S, "a non-negative number of seconds"),
+        ]
+        for ok, variable, allowed in checks:
+            if not ok:
+                name = _FIELD_BY_ENV[variable]
+                raise ConfigurationError(f"{variable}={getattr(self, name)!r} is not allowed; use {allowed}")
+
+    @property
+    def intra_op_threads(self) -> int:
+        if self.threads:
+            return self.threads
+        available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return max(1, min(2, available))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> RuntimeConfig:
+        """Build the configuration from ``environ`` (default ``os.environ``); keyword overrides win."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for variable, name in _FIELD_BY_ENV.items():
+            raw = environ.get(variable)
+            if raw is None or raw.strip() == "":
+                continue
+            values[name] = _PARSERS[name](variable, raw.strip())
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def with_overrides(self, **overrides: Any) -> RuntimeConfig:
+        return replace(self, **overrides)
+
+
+T = TypeVar("T")
+
+
+def _number(kind: Callable[[str], T], what: str) -> Callable[[str, str], T]:
+    def parse(variable: str, raw: str) -> T:
+        try:
+            return kind(raw)
+        except ValueError:
+            raise ConfigurationError(f"{variable}={raw!r} is not {what}") from None
+
+    return parse
+
+
+def _boolean(variable: str, raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{variable}={raw!r} is not a boolean; use true/false, 1/0, yes/no or on/off")
+
+
+def _origins(variable: str, raw: str) -> tuple[str, ...]:
+    origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
+    for origin in origins:
+        if origin != "*" and not origin.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"{variable} has {origin!r}; use '*' or comma-separated origins such as https://example.com"
+            )
+    return origins
+
+
+_FIELD_BY_ENV: dict[str, str] = {
+    ENV_BUNDLE_DIR: "bundle_dir",
+    ENV_THREADS: "threads",
+    ENV_SPINNING: "thread_spinning",
+    ENV_VERIFY_HASHES: "verify_hashes",
+    ENV_MAX_CHARS: "max_chars",
+    ENV_MAX_TEXTS: "max_texts",
+    ENV_MAX_FILE_BYTES: "max_file_bytes",
+    ENV_BEAM_SIZE: "beam_size",
+    ENV_BATCH_TOKENS: "batch_tokens",
+    ENV_CORS_ORIGINS: "cors_origins",
+    ENV_OUTPUT_BUCKET: "output_bucket",
+    ENV_OUTPUT_PREFIX: "output_prefix",
+    ENV_DEADLINE_MARGIN_S: "deadline_margin_s",
+}
+
+_PARSERS: dict[str, Callable[[str, str], Any]] = {
+    "bundle_dir": lambda _variable, raw: Path(raw),
+    "threads": _number(int, "an integer"),
+    "thread_spinning": _boolean,
+    "verify_hashes": _boolean,
+    "max_chars": _number(int, "an integer"),
+    "max_texts": _number(int, "an integer"),
+    "max_file_bytes": _number(int, "an integer"),
+    "beam_size": _number(int, "an integer"),
+    "batch_tokens": _number(int, "an integer"),
+    "cors_origins": _origins,
+    "output_bucket": lambda _variable, raw: raw,
+    "output_prefix": lambda _variable, raw: raw,
+    "deadline_margin_s": _number(float, "a number"),
+}
+
+assert set(_PARSERS) == set(_FIELD_BY_ENV.values()) == {f.name for f in fields(RuntimeConfig)}

@@ -1,0 +1,48 @@
+"""The errors the translator raises: a small hierarchy whose messages say what was wrong and what is allowed.
+
+The core raises these; only the adapters map them to HTTP statuses (see ``handler.http_api``).
+"""
+
+from __future__ import annotations
+
+
+class TranslatorError(Exception):
+    """Base class. ``code`` is a stable machine-readable name used in error responses."""
+
+    code = "internal_error"
+
+
+class InvalidRequestError(TranslatorError):
+    """The request is malformed or a value is out of range (HTTP 400)."""
+
+    code = "invalid_request"
+
+
+class RequestTooLargeError(TranslatorError):
+    """The request exceeds a configured size limit (HTTP 413)."""
+
+    code = "request_too_large"
+
+
+class ModelUnavailableError(TranslatorError):
+    """The model bundle cannot be loaded or used (HTTP 503)."""
+
+    code = "model_unavailable"
+
+
+class BundleError(ModelUnavailableError):
+    """The bundle on disk is missing, incomplete, corrupted or of an unsupported format."""
+
+    code = "bundle_invalid"
+
+
+class ConfigurationError(TranslatorError):
+    """An environment variable or setting has a value the translator cannot use."""
+
+    code = "configuration_error"
+
+
+class DeadlineExceededError(TranslatorError):
+    """The work cannot be finished in the time left (e.g. a Lambda invocation's remaining time)."""
+
+    code = "deadline_exceeded"
