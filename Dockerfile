@@ -1,0 +1,83 @@
+# syntax=docker/dockerfile:1
+# Container images of the Chinese→English translation function.
+#
+#   docker build --target lambda   -t zh-en-translate:lambda   .   # AWS Lambda (make image)
+#   docker build --target cloudrun -t zh-en-translate:cloudrun .   # Cloud Run / functions-framework (make image-gcp)
+#   docker build --target lambda --build-arg MODEL=Helsinki-NLP/opus-mt-zh-en -t zh-en-translate:opus .
+#
+# Without MODEL the image bakes the committed bundle model_artifacts/default. With MODEL (a Hugging Face hub id,
+# or a checkpoint folder inside the build context such as model_artifacts/training-checkpoint) a build stage
+# with torch exports, quantizes and verifies that model with `python -m build.export` and bakes the result.
+# Runtime images hold Python, the pinned and hashed runtime requirements (no torch, no transformers), handler/,
+# (main.py for Cloud Run) and the bundle, run as a non-root user, and load and warm the model at import.
+# tests/ship/test_runtime_image.py rebuilds exactly these contents without Docker and checks them.
+
+ARG PYTHON_IMAGE=python:3.11-slim
+ARG MODEL=""
+
+# ---- the bundle: the committed default... ---------------------------------------------------------------
+FROM scratch AS bundle
+COPY model_artifacts/default/ /bundle/
+
+# ---- ...or one exported from MODEL at build time (torch CPU wheel; needs network for hub ids) -----------
+FROM ${PYTHON_IMAGE} AS bundle-export
+ARG MODEL
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 HOME=/tmp PYTHONUNBUFFERED=1
+WORKDIR /src
+COPY requirements/build.txt requirements/build.txt
+# torch first from the PyTorch CPU index (PyPI's torch is the CUDA build); the hashed lock file then finds it
+# installed. The `if`s only matter to the classic builder (e.g. under `sam build`), which builds every stage.
+RUN if [ -n "$MODEL" ]; then \
+        pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0+cpu \
+        && pip install --require-hashes -r requirements/build.txt; \
+    fi
+COPY build/ build/
+COPY handler/ handler/
+COPY model_artifacts/ model_artifacts/
+RUN if [ -n "$MODEL" ]; then python -m build.export --model "$MODEL" --out /bundle; else mkdir /bundle; fi
+
+# Chooses the bundle stage: "bundle" when MODEL is empty, "bundle-export" otherwise (a stage, not an image).
+# hadolint ignore=DL3006
+FROM bundle${MODEL:+-export} AS selected-bundle
+
+# ---- runtime base -----------------------------------------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS runtime-base
+# A function's file system is read-only except /tmp: HOME (onnxruntime's cache folder) and caches live there,
+# and Python never writes bytecode at run time (it is compiled into the image below).
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HOME=/tmp \
+    XDG_CACHE_HOME=/tmp/.cache
+RUN useradd --system --uid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin translator
+WORKDIR /app
+
+# ---- Cloud Run / Cloud Functions image: functions-framework serving main.py --------------------------------
+FROM runtime-base AS cloudrun
+COPY requirements/runtime-gcp.txt /tmp/requirements.txt
+RUN pip install --require-hashes -r /tmp/requirements.txt && rm /tmp/requirements.txt
+COPY handler/ ./handler/
+COPY main.py ./
+COPY --from=selected-bundle /bundle/ ./model_artifacts/default/
+RUN python -m compileall -q handler main.py
+# functions-framework reads its options from these; deploy a second service with
+# FUNCTION_TARGET=translate_storage_event for Cloud Storage (Eventarc) events.
+ENV FUNCTION_SOURCE=main.py \
+    FUNCTION_TARGET=translate_http \
+    HOST=0.0.0.0 \
+    PORT=8080
+USER 10001
+EXPOSE 8080
+CMD ["functions-framework"]
+
+# ---- AWS Lambda image (the default target): the runtime interface client calls the handler ---------------
+FROM runtime-base AS lambda
+COPY requirements/runtime-aws.txt /tmp/requirements.txt
+RUN pip install --require-hashes -r /tmp/requirements.txt && rm /tmp/requirements.txt
+COPY handler/ ./handler/
+COPY --from=selected-bundle /bundle/ ./model_artifacts/default/
+RUN python -m compileall -q handler
+USER 10001
+ENTRYPOINT ["python", "-m", "awslambdaric"]
+CMD ["handler.aws_lambda.lambda_handler"]

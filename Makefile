@@ -1,0 +1,163 @@
+# The front door. `make run` and `make test` work on a fresh machine: they create the virtual environments they
+# need from the pinned, hashed lock files in requirements/ (stamp files keep later runs fast).
+#   .venv      build + tests + both adapters (torch==2.13.0 CPU): test, lint, model, train, eval, bench
+#   .venv-run  runtime + Google Cloud adapter only (no torch): run
+#   .venv-lock pip-tools only: lock
+# Outside machines that carry the torch CPU wheel on disk, add the PyTorch CPU index for .venv:
+#   make test PIP_INSTALL_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+PIP_INSTALL_ARGS ?=
+HOST ?= 127.0.0.1
+PORT ?= 8080
+MODEL ?=
+NAME ?= $(notdir $(patsubst %/,%,$(MODEL)))
+IMAGE ?= zh-en-translate
+PYTEST_ARGS ?=
+TRAIN_ARGS ?=
+EVAL_ARGS ?=
+BENCH_ARGS ?=
+BROWSER_PACKAGES ?= chromium
+JEMALLOC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+
+VENV := .venv
+RUN_VENV := .venv-run
+LOCK_VENV := .venv-lock
+DEV_STAMP := $(VENV)/.installed-dev
+RUN_STAMP := $(RUN_VENV)/.installed-run
+LOCK_STAMP := $(LOCK_VENV)/.installed-lock
+PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+	--no-emit-index-url --no-emit-find-links
+
+.PHONY: help run test lint model train eval bench image image-gcp deploy-aws deploy-gcp lock clean distclean \
+	browser dev-env run-env model-argument
+
+help:
+	@echo "make run                    serve the function on http://$(HOST):$(PORT)/ (PORT=... to change)"
+	@echo "make test                   the whole test suite (what .ci/run runs, with make lint)"
+	@echo "make lint                   ruff on the repository, mypy on handler/"
+	@echo "make model MODEL=<folder or hub id> [NAME=...] [FORCE=1]   export + quantize + verify a bundle"
+	@echo "make train [TRAIN_ARGS=--finalize]   train the default model (resumes; finalize writes the checkpoint)"
+	@echo "make eval                   BLEU/chrF++ of the bundles on the shared dev set"
+	@echo "make bench                  runtime micro-benchmark"
+	@echo "make image / image-gcp      container images for AWS Lambda / Cloud Run (needs Docker; MODEL=... bakes another)"
+	@echo "make deploy-aws / deploy-gcp   print the deployment commands; DEPLOY=1 runs them"
+	@echo "make lock                   regenerate requirements/*.txt from requirements/*.in"
+	@echo "make clean                  remove caches and the run/lock environments (distclean: .venv too)"
+
+# ---- environments -------------------------------------------------------------------------------------------
+$(DEV_STAMP): requirements/dev.txt
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet $(PIP_INSTALL_ARGS) --require-hashes -r requirements/dev.txt
+	@touch $@
+
+$(RUN_STAMP): requirements/runtime-gcp.txt
+	@test -x $(RUN_VENV)/bin/python || $(PYTHON) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements/runtime-gcp.txt
+	@touch $@
+
+$(LOCK_STAMP): requirements/lock.in
+	@test -x $(LOCK_VENV)/bin/python || $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet -r requirements/lock.in
+	@touch $@
+
+dev-env: $(DEV_STAMP)
+run-env: $(RUN_STAMP)
+
+# ---- the two quick-start commands ---------------------------------------------------------------------------
+run: $(RUN_STAMP)
+	@HOST=$(HOST) PORT=$(PORT) bash infra/local/run.sh $(RUN_VENV)
+
+test: $(DEV_STAMP) browser
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# The browser tests drive Debian's Chromium (headless); install it when missing and we may.
+browser:
+	@if command -v chromium >/dev/null 2>&1; then \
+		true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's $(BROWSER_PACKAGES) for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			$(BROWSER_PACKAGES) >/dev/null; \
+	else \
+		echo "make test: the browser tests need Debian's chromium; install it: sudo apt-get install $(BROWSER_PACKAGES)"; \
+	fi
+
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+# ---- models -------------------------------------------------------------------------------------------------
+model: model-argument $(DEV_STAMP)
+	$(VENV)/bin/python -m build.export --model "$(MODEL)" --out "model_artifacts/$(NAME)" $(if $(FORCE),--force)
+
+model-argument:
+	@test -n "$(MODEL)" || { echo "usage: make model MODEL=<checkpoint folder or hub id> [NAME=<bundle name>] [FORCE=1]"; exit 2; }
+
+# jemalloc made training 2.2x faster here (glibc malloc fragments under torch's many small allocations).
+train: $(DEV_STAMP)
+	@if [ ! -e "$(JEMALLOC)" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get install -y -qq libjemalloc2 >/dev/null 2>&1 || echo "could not install libjemalloc2; training without it"; \
+	fi
+	@if [ -e "$(JEMALLOC)" ]; then \
+		echo "LD_PRELOAD=$(JEMALLOC) $(VENV)/bin/python -m build.train $(TRAIN_ARGS)"; \
+		LD_PRELOAD="$(JEMALLOC)" $(VENV)/bin/python -m build.train $(TRAIN_ARGS); \
+	else \
+		echo "no $(JEMALLOC): 'apt-get install libjemalloc2' makes training about 2x faster"; \
+		$(VENV)/bin/python -m build.train $(TRAIN_ARGS); \
+	fi
+
+eval: $(DEV_STAMP)
+	$(VENV)/bin/python -m build.evaluate $(EVAL_ARGS)
+
+bench: $(DEV_STAMP)
+	$(VENV)/bin/python -m bench.runtime_bench $(BENCH_ARGS)
+
+# ---- images and deployment ----------------------------------------------------------------------------------
+image:
+	docker build --target lambda -t $(IMAGE):lambda $(if $(MODEL),--build-arg MODEL=$(MODEL)) .
+
+image-gcp:
+	docker build --target cloudrun -t $(IMAGE):cloudrun $(if $(MODEL),--build-arg MODEL=$(MODEL)) .
+
+STACK ?= zh-en-translate
+INPUT_BUCKET ?=
+OUTPUT_BUCKET ?=
+AWS_DEPLOY := sam deploy --template-file .aws-sam/build/template.yaml --stack-name $(STACK) --resolve-image-repos \
+	--capabilities CAPABILITY_IAM --parameter-overrides InputBucketName=$(or $(INPUT_BUCKET),<INPUT_BUCKET>) \
+	OutputBucketName=$(or $(OUTPUT_BUCKET),<OUTPUT_BUCKET>)
+
+deploy-aws:
+ifeq ($(DEPLOY),1)
+	@test -n "$(INPUT_BUCKET)" -a -n "$(OUTPUT_BUCKET)" || { echo "set INPUT_BUCKET=... OUTPUT_BUCKET=... (two new bucket names)"; exit 2; }
+	sam build --template-file infra/aws/template.yaml
+	$(AWS_DEPLOY)
+else
+	@echo "# AWS SAM CLI and Docker required; run these (or: make deploy-aws DEPLOY=1 INPUT_BUCKET=... OUTPUT_BUCKET=...)"
+	@echo "sam build --template-file infra/aws/template.yaml"
+	@echo "$(AWS_DEPLOY)"
+	@echo "# first time, to choose every parameter interactively: sam deploy --guided"
+endif
+
+deploy-gcp:
+	@bash infra/gcp/deploy.sh $(if $(filter 1,$(DEPLOY)),deploy,print)
+
+# ---- maintenance --------------------------------------------------------------------------------------------
+# The runtime images install runtime-aws.txt / runtime-gcp.txt; .venv installs dev.txt; the Dockerfile's export
+# stage installs build.txt. Regenerate after editing any requirements/*.in (pins already in a .txt are kept).
+lock: $(LOCK_STAMP)
+	$(PIP_COMPILE) --output-file requirements/runtime-aws.txt requirements/aws.in
+	$(PIP_COMPILE) --output-file requirements/runtime-gcp.txt requirements/gcp.in
+	$(PIP_COMPILE) --output-file requirements/build.txt requirements/build.in
+	$(PIP_COMPILE) --output-file requirements/dev.txt requirements/build.in requirements/dev.in \
+		requirements/aws.in requirements/gcp.in
+
+clean:
+	rm -rf $(RUN_VENV) $(LOCK_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .bench .aws-sam
+	find . -path ./.venv -prune -o -path ./.train -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,140 @@
+"""Command line: ``python -m handler translate [FILE|-]`` and ``python -m handler serve``.
+
+``translate`` reads a text file (or stdin) in any encoding the file adapters accept, writes the English to
+stdout and, for long inputs, a progress bar to stderr. ``serve`` starts the HTTP surface (page and API) on the
+standard library's HTTP server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+from handler.config import RuntimeConfig
+from handler.errors import TranslatorError
+from handler.file_translation import decode_text, translate_text
+from handler.service import TranslateOptions
+
+PROGRESS_MIN_CHARS = 1_000  # inputs shorter than this finish too fast for a progress bar to help
+
+
+class ProgressBar:
+    """``[#######.............]  35%  1,234 / 3,500 characters`` on one line of ``stream``."""
+
+    width = 30
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.shown = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 if total <= 0 else min(100, done * 100 // total)
+        if percent == self.shown:
+            return
+        self.shown = percent
+        filled = self.width * percent // 100
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\r[{bar}] {percent:3d}%  {done:,} / {total:,} characters")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.shown >= 0:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _read_input(name: str, stdin: BinaryIO) -> bytes:
+    if name == "-":
+        return stdin.read()
+    return Path(name).read_bytes()
+
+
+def translate_command(args: argparse.Namespace) -> int:
+    from handler import runtime
+
+    raw_options: dict[str, object] = {}
+    if args.beam_size is not None:
+        raw_options["beam_size"] = args.beam_size
+    options = TranslateOptions.from_mapping(raw_options)
+    data = _read_input(args.file, sys.stdin.buffer)
+    text, _encoding = decode_text(data, "stdin" if args.file == "-" else args.file)
+    service = runtime.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
+    bar = ProgressBar(sys.stderr) if len(text) >= PROGRESS_MIN_CHARS and not args.quiet else None
+    try:
+        translation = translate_text(service, text, options, progress=bar)
+    finally:
+        if bar is not None:
+            bar.finish()
+    if translation and not translation.endswith("\n"):
+        translation += "\n"
+    sys.stdout.buffer.write(translation.encode("utf-8"))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from handler import runtime
+    from handler.http_api import HttpApi
+    from handler.local_server import make_server
+    from handler.startup import start
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    startup = start(RuntimeConfig.from_env(bundle_dir=args.bundle))
+    server = make_server(HttpApi(startup), args.host, args.port)
+    host, port = args.host, server.server_address[1]
+    print(f"cold start: {json.dumps(runtime.cold_start_report())}", file=sys.stderr)
+    if startup.error is not None:
+        print(f"the translator is unavailable (answers 503): {startup.error}", file=sys.stderr)
+    print(f"serving on http://{host}:{port}/  (Ctrl+C stops)", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m handler", description="Chinese→English translation")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--bundle",
+        type=Path,
+        default=None,
+        help="model bundle folder (default: TRANSLATE_BUNDLE_DIR or model_artifacts/default)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    translate = commands.add_parser("translate", parents=[common], help="translate a text file or stdin to stdout")
+    translate.add_argument("file", nargs="?", default="-", help="a text file, or - for stdin (the default)")
+    translate.add_argument("--beam-size", type=int, default=None, help="1-8 (default: TRANSLATE_BEAM_SIZE or 4)")
+    translate.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    translate.set_defaults(run=translate_command)
+
+    serve = commands.add_parser("serve", parents=[common], help="serve the web page and the JSON API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8080")), help="default: PORT or 8080")
+    serve.set_defaults(run=serve_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except TranslatorError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

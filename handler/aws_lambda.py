@@ -1,0 +1,158 @@
+"""AWS Lambda entry point: ``handler.aws_lambda.lambda_handler``, one handler dispatching by event shape.
+
+* API Gateway REST API (payload v1: ``httpMethod``), HTTP API (payload v2: ``requestContext.http``) and
+  Function URL events (v2 shape, ``*.lambda-url.*`` domain), base64 bodies included → ``handler.http_api``;
+  the result is the matching proxy response (``statusCode``, ``headers``, ``body``).
+* S3 event notifications (``Records[].eventSource == "aws:s3"``): each ``ObjectCreated:*`` object is translated
+  into ``TRANSLATE_OUTPUT_BUCKET`` / ``TRANSLATE_OUTPUT_PREFIX`` (``handler.file_translation``). Keys arrive
+  URL-encoded (spaces as "+") and are decoded with ``unquote_plus``. The work must finish before
+  ``context.get_remaining_time_in_millis()`` less ``TRANSLATE_DEADLINE_MARGIN_S``; otherwise it fails with a
+  ``DeadlineExceededError`` and writes nothing.
+
+The model is loaded and warmed when this module is imported (the Lambda init phase); a load failure is kept and
+answered 503 to HTTP events and raised for S3 events.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote_plus
+
+from handler.errors import InvalidRequestError
+from handler.file_translation import handle_upload
+from handler.http_api import HttpApi, HttpRequest, HttpResponse, response_for_error
+from handler.object_store import ObjectRef, ObjectStore, S3Store
+from handler.startup import Startup, start
+
+logger = logging.getLogger(__name__)
+
+API_GATEWAY_V1 = "api_gateway_v1"
+API_GATEWAY_V2 = "api_gateway_v2"
+FUNCTION_URL = "function_url"
+S3_NOTIFICATION = "s3"
+
+
+def event_kind(event: Any) -> str:
+    """Which of the supported event shapes ``event`` is; ``InvalidRequestError`` naming them otherwise."""
+    if isinstance(event, Mapping):
+        records = event.get("Records")
+        if (
+            isinstance(records, list)
+            and records
+            and all(isinstance(r, Mapping) and r.get("eventSource") == "aws:s3" for r in records)
+        ):
+            return S3_NOTIFICATION
+        context = event.get("requestContext")
+        if isinstance(context, Mapping):
+            if "httpMethod" in event:
+                return API_GATEWAY_V1
+            if event.get("version") == "2.0" and isinstance(context.get("http"), Mapping):
+                domain = str(context.get("domainName", ""))
+                return FUNCTION_URL if ".lambda-url." in domain else API_GATEWAY_V2
+    keys = sorted(event)[:8] if isinstance(event, Mapping) else type(event).__name__
+    raise InvalidRequestError(
+        "unsupported event: expected an API Gateway REST (v1) or HTTP API (v2) proxy event, a Function URL "
+        f"event or an S3 event notification; got {keys}"
+    )
+
+
+class LambdaAdapter:
+    """Decodes Lambda events, calls the HTTP surface or the file translation, encodes the result."""
+
+    def __init__(self, startup: Startup, store: ObjectStore | None = None) -> None:
+        self.startup = startup
+        self.http = HttpApi(startup)
+        self._store = store
+
+    @property
+    def store(self) -> ObjectStore:
+        if self._store is None:  # boto3 is imported on the first S3 event, not at every cold start
+            self._store = S3Store()
+        return self._store
+
+    def handle(self, event: Any, context: Any) -> Any:
+        kind = event_kind(event)
+        if kind == S3_NOTIFICATION:
+            return self.handle_s3(event, context)
+        try:
+            request = _v1_request(event) if kind == API_GATEWAY_V1 else _v2_request(event)
+        except binascii.Error as error:
+            bad_body = InvalidRequestError(f"the event says the body is base64 but it is not: {error}")
+            return _proxy_response(response_for_error(bad_body))
+        return _proxy_response(self.http.handle(request))
+
+    def handle_s3(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        service = self.startup.require_service()
+        deadline = self._deadline(context)
+        results = []
+        for record in event["Records"]:
+            name = str(record.get("eventName", ""))
+            if not name.startswith("ObjectCreated:"):
+                logger.info("ignoring S3 event %s", name)
+                continue
+            s3 = record["s3"]
+            source = ObjectRef("s3", s3["bucket"]["name"], unquote_plus(s3["object"]["key"]))
+            results.append(handle_upload(self.store, source, service, self.startup.config, deadline=deadline))
+        return {"results": results}
+
+    def _deadline(self, context: Any) -> float | None:
+        """``time.monotonic()`` value by which file work must end, or None without a Lambda context."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        if remaining is None:
+            return None
+        return time.monotonic() + remaining() / 1000.0 - self.startup.config.deadline_margin_s
+
+
+# --- API Gateway REST API (payload format 1.0) --------------------------------------------------------------
+def _v1_request(event: Mapping[str, Any]) -> HttpRequest:
+    multi = event.get("multiValueHeaders") or {}
+    if multi:
+        pairs = [(name, value) for name, values in multi.items() for value in (values or [])]
+    else:
+        pairs = list((event.get("headers") or {}).items())
+    return HttpRequest.create(str(event["httpMethod"]), str(event.get("path") or "/"), pairs, _body(event))
+
+
+# --- HTTP API (payload format 2.0) and Function URLs --------------------------------------------------------
+def _v2_request(event: Mapping[str, Any]) -> HttpRequest:
+    context = event["requestContext"]
+    path = str(event.get("rawPath") or context["http"].get("path") or "/")
+    stage = context.get("stage")
+    if stage and stage != "$default":  # a named stage appears in rawPath: /prod/translate
+        prefix = f"/{stage}"
+        if path == prefix or path.startswith(prefix + "/"):
+            path = path[len(prefix) :] or "/"
+    return HttpRequest.create(str(context["http"]["method"]), path, event.get("headers") or {}, _body(event))
+
+
+def _proxy_response(response: HttpResponse) -> dict[str, Any]:
+    """The response shape API Gateway (v1 and v2) and Function URLs share; our bodies are always UTF-8 text."""
+    return {
+        "statusCode": response.status,
+        "headers": response.headers,
+        "body": response.body_text(),
+        "isBase64Encoded": False,
+    }
+
+
+def _body(event: Mapping[str, Any]) -> bytes:
+    body = event.get("body")
+    if body is None:
+        return b""
+    if event.get("isBase64Encoded"):
+        return base64.b64decode(str(body), validate=True)
+    return str(body).encode("utf-8")
+
+
+# --- the entry point ----------------------------------------------------------------------------------------
+_ADAPTER = LambdaAdapter(start())
+
+
+def lambda_handler(event: Any, context: Any) -> Any:
+    """The function's handler (``handler.aws_lambda.lambda_handler``)."""
+    return _ADAPTER.handle(event, context)

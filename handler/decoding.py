@@ -1,0 +1,339 @@
+"""Greedy and beam search with a KV cache over any model that encodes once and decodes one token per step.
+
+Both searches reproduce ``transformers``' ``generate`` for Marian models token for token (greedy: ``num_beams=1,
+do_sample=False``; beam: ``num_beams=K`` with its default ``early_stopping=False``), including two settings
+every OPUS-MT checkpoint carries:
+
+* the pad token (also the decoder start) is never produced (``bad_words_ids=[[pad]]``);
+* ``max_new_tokens`` counts the end-of-sentence token: when a hypothesis reaches it, its last token is forced
+  to be ``</s>`` (``forced_eos_token_id``), so an output holds at most ``max_new_tokens - 1`` tokens. That
+  forced step needs no model call and none is made.
+
+The repetition guard bans, before each choice, every token that would repeat an n-gram already in the
+hypothesis (``no_repeat_ngram_size``) or extend a run of one token beyond ``max_run``.
+
+Returned ids exclude the decoder start token and the final ``</s>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from handler.bundle import ModelSpec
+
+# transformers' beam search marks hypotheses that may not be chosen by adding this; keeping the same constant
+# keeps the float32 arithmetic (and therefore the choices) identical
+EXCLUDED = np.float32(-1.0e9)
+
+
+class StepModel(Protocol):
+    """What the searches need from a model (``handler.onnx_model.OnnxMarian`` is the real one).
+
+    Every array in the ``cross`` and ``past`` lists has the batch row on axis 0.
+    """
+
+    spec: ModelSpec
+
+    def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> list[np.ndarray]: ...
+
+    def empty_past(self, batch_size: int) -> list[np.ndarray]: ...
+
+    def step(
+        self,
+        input_ids: np.ndarray,
+        encoder_attention_mask: np.ndarray,
+        past: list[np.ndarray],
+        cross: list[np.ndarray],
+    ) -> tuple[np.ndarray, list[np.ndarray]]: ...
+
+
+@dataclass(frozen=True)
+class RepetitionGuard:
+    """Bans continuations that repeat: degenerate loops ("the the the", a phrase again and again)."""
+
+    ngram_size: int = 3  # no n-gram of this many tokens occurs twice in an output (0 = no n-gram blocking)
+    max_run: int = 3  # no token occurs more than this many times in a row (0 = no limit)
+
+    def __post_init__(self) -> None:
+        if self.ngram_size < 0 or self.ngram_size == 1 or self.max_run < 0:
+            raise ValueError(f"ngram_size must be 0 or at least 2 and max_run at least 0; got {self}")
+
+
+DEFAULT_GUARD = RepetitionGuard()
+
+
+def _guard_from(repetition_guard: bool | RepetitionGuard) -> RepetitionGuard | None:
+    if isinstance(repetition_guard, RepetitionGuard):
+        return repetition_guard
+    return DEFAULT_GUARD if repetition_guard else None
+
+
+def ban_repetitions(log_probs: np.ndarray, sequences: np.ndarray, length: int, guard: RepetitionGuard) -> None:
+    """Set to -inf, in place, every next token ``guard`` forbids after ``sequences[:, :length]``.
+
+    ``sequences`` holds one hypothesis per row of ``log_probs``, decoder start token first.
+    """
+    history = sequences[:, :length]
+    n = guard.ngram_size
+    if n and length >= n:
+        # rows and start positions j where history[j : j + n - 1] equals the last n - 1 tokens
+        windows = length - n + 1
+        match = np.ones((history.shape[0], windows), dtype=bool)
+        for offset in range(n - 1):
+            match &= history[:, offset : offset + windows] == history[:, length - n + 1 + offset, None]
+        rows, starts = np.nonzero(match)
+        log_probs[rows, history[rows, starts + n - 1]] = -np.inf
+    run = guard.max_run
+    if run and length >= run:
+        last = history[:, length - 1]
+        rows = np.flatnonzero((history[:, length - run :] == last[:, None]).all(axis=1))
+        log_probs[rows, last[rows]] = -np.inf
+
+
+def _restrict(log_probs: np.ndarray, spec: ModelSpec, generated: int, min_new_tokens: int) -> None:
+    log_probs[:, spec.pad_id] = -np.inf
+    if generated < min_new_tokens:
+        log_probs[:, spec.eos_id] = -np.inf
+
+
+def _check_lengths(max_new_tokens: int, min_new_tokens: int) -> None:
+    if max_new_tokens < 1:
+        raise ValueError(
+            f"max_new_tokens must be at least 1 (it counts the end-of-sentence token); got {max_new_tokens}"
+        )
+    if min_new_tokens < 0:
+        raise ValueError(f"min_new_tokens must be at least 0; got {min_new_tokens}")
+
+
+def _content(tokens: np.ndarray, spec: ModelSpec) -> list[int]:
+    """Generated ids after the decoder start token, up to (without) the first ``</s>`` or padding."""
+    ids: list[int] = tokens.tolist()
+    for index, token in enumerate(ids):
+        if token == spec.eos_id or token == spec.pad_id:
+            return ids[:index]
+    return ids
+
+
+def greedy_search(
+    model: StepModel,
+    input_ids: np.ndarray,
+    attention_mask: np.ndarray,
+    max_new_tokens: int,
+    *,
+    repetition_guard: bool | RepetitionGuard = False,
+    min_new_tokens: int = 0,
+) -> list[list[int]]:
+    """The most probable token at every step, for each row of the padded source batch.
+
+    Rows that produce ``</s>`` leave the batch (their caches are dropped), so the remaining steps only compute
+    unfinished rows. ``min_new_tokens`` forbids ``</s>`` before that many tokens (benchmarks force a length).
+    """
+    _check_lengths(max_new_tokens, min_new_tokens)
+    spec = model.spec
+    guard = _guard_from(repetition_guard)
+    batch = input_ids.shape[0]
+    cross = model.encode(input_ids, attention_mask)
+    past = model.empty_past(batch)
+    mask = np.asarray(attention_mask, dtype=np.int64)
+    rows = np.arange(batch)  # original row of each row still decoding
+    # decoder start token, then at most max_new_tokens - 1 tokens (the forced </s> is never stored)
+    sequences = np.full((batch, max_new_tokens), spec.pad_id, dtype=np.int64)
+    sequences[:, 0] = spec.decoder_start_id
+    results: list[list[int]] = [[] for _ in range(batch)]
+    for step in range(max_new_tokens - 1):
+        log_probs, past = model.step(sequences[:, step : step + 1], mask, past, cross)
+        _restrict(log_probs, spec, step, min_new_tokens)
+        if guard is not None:
+            ban_repetitions(log_probs, sequences, step + 1, guard)
+        next_tokens = log_probs.argmax(axis=1)
+        sequences[:, step + 1] = next_tokens
+        finished = next_tokens == spec.eos_id
+        if finished.any():
+            for row in np.flatnonzero(finished):
+                results[rows[row]] = sequences[row, 1 : step + 1].tolist()
+            keep = np.flatnonzero(~finished)
+            if keep.size == 0:
+                return results
+            rows, sequences, mask = rows[keep], sequences[keep], mask[keep]
+            past = [array[keep] for array in past]
+            cross = [array[keep] for array in cross]
+    for position, original in enumerate(rows.tolist()):
+        results[original] = sequences[position, 1:].tolist()
+    return results
+
+
+def _top_k(scores: np.ndarray, k: int, ties: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the ``k`` largest entries of each row, largest first; equal scores: smaller ``ties`` first
+    (default: the smaller index)."""
+    if k < scores.shape[1]:
+        candidates = np.argpartition(scores, scores.shape[1] - k, axis=1)[:, scores.shape[1] - k :]
+    else:
+        candidates = np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
+    values = np.take_along_axis(scores, candidates, axis=1)
+    secondary = candidates if ties is None else np.take_along_axis(ties, candidates, axis=1)
+    order = np.lexsort((secondary, -values), axis=1)
+    return np.take_along_axis(candidates, order, axis=1)
+
+
+CANDIDATE_BLOCK = 256  # vocabulary columns per block when looking for a row's best tokens
+
+
+def _candidate_columns(log_probs: np.ndarray, k: int) -> np.ndarray:
+    """Columns of each row that include its ``k`` largest entries: [rows, columns], far fewer than the vocabulary.
+
+    A full top-k over beams x vocabulary (65,001 columns) costs as much as a decoder step. Instead the row is cut
+    into blocks of ``CANDIDATE_BLOCK`` columns: a block holding one of the k largest entries has a maximum at
+    least as large as the k-th largest entry, and at most k blocks can, so the k blocks with the largest maxima
+    (plus the columns after the last whole block) hold all k entries.
+    """
+    rows, width = log_probs.shape
+    blocks = width // CANDIDATE_BLOCK
+    if blocks <= k:
+        return np.broadcast_to(np.arange(width), (rows, width))
+    body = log_probs[:, : blocks * CANDIDATE_BLOCK].reshape(rows, blocks, CANDIDATE_BLOCK)
+    best_blocks = np.argpartition(body.max(axis=2), blocks - k, axis=1)[:, blocks - k :]
+    columns = (best_blocks[:, :, None] * CANDIDATE_BLOCK + np.arange(CANDIDATE_BLOCK)).reshape(rows, -1)
+    tail = np.arange(blocks * CANDIDATE_BLOCK, width)
+    if tail.size:
+        columns = np.concatenate([columns, np.broadcast_to(tail, (rows, tail.size))], axis=1)
+    return columns
+
+
+def _gather(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """``array[b, indices[b, i], ...]`` for arrays shaped [items, beams, ...]."""
+    expanded = indices.reshape(indices.shape + (1,) * (array.ndim - 2))
+    return np.take_along_axis(array, expanded, axis=1)
+
+
+def beam_search(
+    model: StepModel,
+    input_ids: np.ndarray,
+    attention_mask: np.ndarray,
+    max_new_tokens: int,
+    *,
+    beam_size: int,
+    length_penalty: float = 1.0,
+    repetition_guard: bool | RepetitionGuard = True,
+    min_new_tokens: int = 0,
+) -> list[list[int]]:
+    """The best of ``beam_size`` hypotheses per source row, scored ``sum(log p) / length ** length_penalty``.
+
+    Follows transformers' beam search step for step: each step keeps the ``2 * beam_size`` best continuations
+    over all beams of a sentence; those among the first ``beam_size`` that end (``</s>`` or the length limit)
+    compete for the sentence's ``beam_size`` finished slots, the best ``beam_size`` that do not end continue.
+    A sentence is done when all its slots are full and its best running beam, divided by its current
+    length ** length_penalty, cannot beat the worst finished one (``early_stopping=False``); done sentences
+    leave the batch. The length of a finished hypothesis counts its ``</s>``.
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1; got {beam_size}")
+    if beam_size == 1:
+        return greedy_search(
+            model,
+            input_ids,
+            attention_mask,
+            max_new_tokens,
+            repetition_guard=repetition_guard,
+            min_new_tokens=min_new_tokens,
+        )
+    _check_lengths(max_new_tokens, min_new_tokens)
+    spec = model.spec
+    guard = _guard_from(repetition_guard)
+    beams = beam_size
+    batch = input_ids.shape[0]
+    width = max_new_tokens + 1  # decoder start token + max_new_tokens tokens, the last one </s>
+
+    cross = model.encode(input_ids, attention_mask)
+    expand = np.repeat(np.arange(batch), beams)
+    cross = [array[expand] for array in cross]
+    mask = np.asarray(attention_mask, dtype=np.int64)[expand]
+    past = model.empty_past(batch * beams)
+
+    items = np.arange(batch)  # original row of each sentence still searching
+    running = np.full((batch, beams, width), spec.pad_id, dtype=np.int64)
+    running[:, :, 0] = spec.decoder_start_id
+    running_scores = np.zeros((batch, beams), dtype=np.float32)
+    running_scores[:, 1:] = EXCLUDED  # all beams start equal: expand only the first one
+    finished = running.copy()
+    finished_scores = np.full((batch, beams), EXCLUDED, dtype=np.float32)
+    is_finished = np.zeros((batch, beams), dtype=bool)
+    improvable = np.ones(batch, dtype=bool)
+    first_beams = np.arange(2 * beams) < beams
+    results: list[list[int]] = [[] for _ in range(batch)]
+
+    length = 1  # tokens in every running hypothesis, decoder start included
+    while True:
+        live = items.shape[0]
+        flat = running.reshape(live * beams, width)
+        last_step = length == max_new_tokens
+        if last_step:  # forced </s>: every other token is excluded, </s> adds nothing to the score
+            log_probs = np.full((live * beams, spec.vocab_size), -np.inf, dtype=np.float32)
+            log_probs[:, spec.eos_id] = 0.0
+            present = past
+        else:
+            log_probs, present = model.step(flat[:, length - 1 : length], mask, past, cross)
+            _restrict(log_probs, spec, length - 1, min_new_tokens)
+            if guard is not None:
+                ban_repetitions(log_probs, flat, length, guard)
+        # the 2 x beams best continuations of each sentence: (log-probability + beam score), over all its beams
+        vocab = log_probs.shape[1]
+        columns = _candidate_columns(log_probs, 2 * beams)  # [live * beams, candidates]
+        scores = np.take_along_axis(log_probs, columns, axis=1) + running_scores.reshape(-1, 1)
+        flat_ids = columns.reshape(live, beams, -1) + (np.arange(beams) * vocab)[None, :, None]
+        flat_ids, scores = flat_ids.reshape(live, -1), scores.reshape(live, -1)
+        top = _top_k(scores, 2 * beams, ties=flat_ids)
+        top_scores = np.take_along_axis(scores, top, axis=1)
+        top_ids = np.take_along_axis(flat_ids, top, axis=1)
+        parents, tokens = top_ids // vocab, top_ids % vocab
+        candidates = _gather(running, parents)
+        candidates[:, :, length] = tokens
+        ends = (tokens == spec.eos_id) | last_step
+
+        # the best candidates that do not end continue
+        continuing = top_scores + ends.astype(np.float32) * EXCLUDED
+        chosen = _top_k(continuing, beams)
+        running = _gather(candidates, chosen)
+        running_scores = np.take_along_axis(continuing, chosen, axis=1)
+        running_parents = np.take_along_axis(parents, chosen, axis=1)
+
+        # candidates among the first `beams` that end compete with the finished hypotheses
+        just_finished = ends & first_beams[None, :]
+        normalized = top_scores / (float(length) ** length_penalty)
+        normalized = normalized + (~improvable)[:, None].astype(np.float32) * EXCLUDED
+        normalized = normalized + (~just_finished).astype(np.float32) * EXCLUDED
+        merged_scores = np.concatenate([finished_scores, normalized], axis=1)
+        best = _top_k(merged_scores, beams)
+        finished = _gather(np.concatenate([finished, candidates], axis=1), best)
+        finished_scores = np.take_along_axis(merged_scores, best, axis=1)
+        is_finished = np.take_along_axis(np.concatenate([is_finished, just_finished], axis=1), best, axis=1)
+
+        length += 1
+        best_running = running_scores[:, 0] / (float(length - 1) ** length_penalty)
+        worst_finished = np.where(is_finished, finished_scores.min(axis=1, keepdims=True), EXCLUDED)
+        improvable &= (best_running[:, None] > worst_finished).any(axis=1)
+        if ends.all() or not improvable.any():
+            break
+
+        parent_rows = (np.arange(live)[:, None] * beams + running_parents).reshape(-1)
+        if np.array_equal(parent_rows, np.arange(parent_rows.size)):
+            past = present  # every beam continues its own hypothesis: the cache is already in order
+        else:
+            past = [array[parent_rows] for array in present]
+        if not improvable.all():
+            for item in np.flatnonzero(~improvable):
+                results[items[item]] = _content(finished[item, 0, 1:], spec)
+            keep = np.flatnonzero(improvable)
+            rows = (keep[:, None] * beams + np.arange(beams)).reshape(-1)
+            items, running, running_scores = items[keep], running[keep], running_scores[keep]
+            finished, finished_scores, is_finished = finished[keep], finished_scores[keep], is_finished[keep]
+            improvable = improvable[keep]
+            past = [array[rows] for array in past]
+            cross = [array[rows] for array in cross]
+            mask = mask[rows]
+
+    for position, original in enumerate(items.tolist()):
+        results[original] = _content(finished[position, 0, 1:], spec)
+    return results

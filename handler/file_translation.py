@@ -1,0 +1,223 @@
+"""Translate one uploaded text file into an output object, for any object store (S3, Cloud Storage).
+
+Steps, each of which can refuse with a clear error before anything is written:
+
+1. plan the output: ``output bucket`` (the input bucket unless ``TRANSLATE_OUTPUT_BUCKET`` is set) and
+   ``output prefix + input key``: deterministic, so the same event delivered twice gives the same object. A
+   configuration that would trigger itself again is refused (``SelfTriggerError``);
+2. check the size against ``TRANSLATE_MAX_FILE_BYTES`` before downloading;
+3. read and decode (UTF-8 with or without BOM, UTF-16/32 with BOM, GB18030/GBK; binary files refused);
+4. translate paragraph by paragraph under the invocation's deadline (``DeadlineExceededError`` before the
+   platform would kill us);
+5. write the whole UTF-8 result in one request, with metadata naming the source object and the model bundle.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import time
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from handler.config import ENV_MAX_FILE_BYTES, ENV_OUTPUT_BUCKET, ENV_OUTPUT_PREFIX, RuntimeConfig
+from handler.errors import ConfigurationError, DeadlineExceededError, InvalidRequestError, RequestTooLargeError
+from handler.object_store import ObjectRef, ObjectStore
+from handler.service import TranslateOptions, TranslationService
+
+logger = logging.getLogger(__name__)
+
+# the metadata written on every output object (S3 shows them as x-amz-meta-*); values are ASCII, keys
+# percent-encoded (RFC 3986) because S3 metadata cannot carry other characters
+META_SOURCE_BUCKET = "source-bucket"
+META_SOURCE_KEY = "source-key"
+META_SOURCE_ENCODING = "source-encoding"
+META_MODEL = "model"
+META_BUNDLE_HASH = "bundle-hash"
+
+# byte-order marks, longest first (the UTF-32 LE mark begins with the UTF-16 LE one)
+_BOMS: tuple[tuple[bytes, str, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32LE with BOM"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32BE with BOM"),
+    (codecs.BOM_UTF8, "utf-8", "UTF-8 with BOM"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16LE with BOM"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16BE with BOM"),
+)
+_ALLOWED_CONTROLS = frozenset("\t\n\r\f\v")
+_MAX_CONTROL_SHARE = 0.01  # more control characters than this (or any NUL) means "binary"
+SUPPORTED_ENCODINGS = "UTF-8 (with or without BOM), UTF-16 or UTF-32 with a byte-order mark, or GB18030/GBK"
+
+
+class SelfTriggerError(ConfigurationError):
+    """Writing the output would trigger this function again (or overwrite the input)."""
+
+    code = "self_trigger"
+
+
+@dataclass(frozen=True)
+class FileTranslation:
+    source: ObjectRef
+    output: ObjectRef
+    encoding: str
+    characters: int
+    bytes_written: int
+    seconds: float
+
+
+def plan_output(source: ObjectRef, config: RuntimeConfig) -> ObjectRef:
+    """Where the translation of ``source`` goes; ``SelfTriggerError`` when that would trigger us again."""
+    bucket = config.output_bucket or source.bucket
+    prefix = config.output_prefix
+    if bucket == source.bucket:
+        if not prefix:
+            raise SelfTriggerError(
+                f"refusing to translate {source}: {ENV_OUTPUT_PREFIX} is empty and the output bucket is the "
+                f"input bucket, so the output would overwrite the input and trigger this function again. "
+                f"Set {ENV_OUTPUT_PREFIX} (e.g. 'translated/') or {ENV_OUTPUT_BUCKET} to another bucket"
+            )
+        if source.key.startswith(prefix):
+            raise SelfTriggerError(
+                f"refusing to translate {source}: it is under the output prefix {prefix!r} of the same bucket, "
+                f"so it is a translation this function wrote, and translating it would trigger the function "
+                f"again. Limit the trigger to keys outside {prefix!r} or set {ENV_OUTPUT_BUCKET} to another bucket"
+            )
+    output = ObjectRef(source.scheme, bucket, prefix + source.key)
+    if output == source:  # unreachable after the checks above; the one rule that must never break
+        raise SelfTriggerError(f"refusing to write onto the input object {source}")
+    return output
+
+
+def decode_text(data: bytes, name: str = "the file") -> tuple[str, str]:
+    """Decode ``data`` to text; returns ``(text, encoding description)``. ``InvalidRequestError`` if not text."""
+    for bom, codec, description in _BOMS:
+        if data.startswith(bom):
+            try:
+                return _checked(data[len(bom) :].decode(codec), name), description
+            except UnicodeDecodeError as error:
+                raise InvalidRequestError(
+                    f"{name} starts with a {description.split(' ')[0]} byte-order mark but is not valid "
+                    f"{description.split(' ')[0]} (byte {error.start:,}); save it again as UTF-8"
+                ) from None
+    if b"\x00" in data:
+        raise InvalidRequestError(
+            f"{name} looks binary (it holds NUL bytes) or is UTF-16 without a byte-order mark; "
+            f"send text in {SUPPORTED_ENCODINGS}"
+        )
+    try:
+        return _checked(data.decode("utf-8"), name), "UTF-8"
+    except UnicodeDecodeError as utf8_error:
+        try:
+            return _checked(data.decode("gb18030"), name), "GB18030"
+        except UnicodeDecodeError:
+            raise InvalidRequestError(
+                f"{name} is not text in a supported encoding: not UTF-8 (invalid byte 0x{data[utf8_error.start]:02x} "
+                f"at offset {utf8_error.start:,}) and not GB18030/GBK either; send {SUPPORTED_ENCODINGS}"
+            ) from None
+
+
+def _checked(text: str, name: str) -> str:
+    controls = sum(1 for ch in text if ch not in _ALLOWED_CONTROLS and unicodedata.category(ch) == "Cc")
+    if "\x00" in text or (text and controls / len(text) > _MAX_CONTROL_SHARE):
+        raise InvalidRequestError(
+            f"{name} looks binary ({controls:,} control characters in {len(text):,}); send plain text in "
+            f"{SUPPORTED_ENCODINGS}"
+        )
+    return text
+
+
+def translate_text(
+    service: TranslationService,
+    text: str,
+    options: TranslateOptions | None = None,
+    *,
+    deadline: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> str:
+    """Translate a whole document, keeping its paragraphs and its line-ending style (LF or CRLF)."""
+    crlf = "\r\n" in text
+    translation = service.translate_document(text.replace("\r\n", "\n"), options, deadline=deadline, progress=progress)
+    return translation.replace("\n", "\r\n") if crlf else translation
+
+
+def translate_object(
+    store: ObjectStore,
+    source: ObjectRef,
+    service: TranslationService,
+    config: RuntimeConfig,
+    *,
+    deadline: float | None = None,
+) -> FileTranslation:
+    """Translate ``source`` into its planned output object; writes nothing unless the whole result is ready.
+
+    ``deadline`` is a ``time.monotonic()`` value (the platform's deadline less a safety margin).
+    """
+    began = time.monotonic()
+    output = plan_output(source, config)
+    _check_deadline(deadline, source, "before reading it")
+    size = store.size(source)
+    if size > config.max_file_bytes:
+        raise RequestTooLargeError(
+            f"{source} is {size:,} bytes; the limit is {config.max_file_bytes:,} ({ENV_MAX_FILE_BYTES}); "
+            f"nothing was written"
+        )
+    data = store.read(source)
+    if len(data) > config.max_file_bytes:  # replaced between the size check and the read
+        raise RequestTooLargeError(
+            f"{source} is {len(data):,} bytes; the limit is {config.max_file_bytes:,} ({ENV_MAX_FILE_BYTES}); "
+            f"nothing was written"
+        )
+    text, encoding = decode_text(data, str(source))
+    translation = translate_text(service, text, deadline=deadline)
+    payload = translation.encode("utf-8")
+    info = service.info()
+    metadata = {
+        META_SOURCE_BUCKET: quote(source.bucket, safe=""),
+        META_SOURCE_KEY: quote(source.key, safe="/"),
+        META_SOURCE_ENCODING: encoding,
+        META_MODEL: quote(str(info.get("model", "")), safe=""),
+        META_BUNDLE_HASH: str(info.get("bundle_hash", "")),
+    }
+    store.write(output, payload, metadata)
+    result = FileTranslation(source, output, encoding, len(text), len(payload), time.monotonic() - began)
+    logger.info(
+        "translated %s (%s, %s characters) to %s (%s bytes) in %.1f s",
+        source,
+        encoding,
+        f"{len(text):,}",
+        output,
+        f"{len(payload):,}",
+        result.seconds,
+    )
+    return result
+
+
+def _check_deadline(deadline: float | None, source: ObjectRef, when: str) -> None:
+    if deadline is not None and time.monotonic() >= deadline:
+        raise DeadlineExceededError(f"no time left to translate {source} ({when}); nothing was written")
+
+
+def handle_upload(
+    store: ObjectStore,
+    source: ObjectRef,
+    service: TranslationService,
+    config: RuntimeConfig,
+    *,
+    deadline: float | None = None,
+) -> dict[str, str]:
+    """What every file adapter does with one "object created" notification; returns a summary for the logs.
+
+    A refused self-trigger is logged as an error and reported, not raised: raising would make the platform
+    retry an event that can never succeed. Every other failure is logged and raised, so the platform records
+    the invocation as failed (and retries or dead-letters it as configured); nothing has been written then.
+    """
+    try:
+        result = translate_object(store, source, service, config, deadline=deadline)
+    except SelfTriggerError as error:
+        logger.error("%s", error)
+        return {"source": str(source), "status": "refused", "reason": str(error)}
+    except Exception as error:
+        logger.error("could not translate %s, nothing was written: %s: %s", source, type(error).__name__, error)
+        raise
+    return {"source": str(source), "status": "translated", "output": str(result.output), "encoding": result.encoding}

@@ -1,0 +1,385 @@
+"""The HTTP surface, identical on every adapter and free of any web framework.
+
+An adapter turns its platform's request into an ``HttpRequest``, calls ``HttpApi.handle`` and turns the
+``HttpResponse`` back into its platform's shape. Routes:
+
+``POST /translate``  JSON ``{"text": "..."}`` or ``{"texts": ["...", ...]}`` plus options (``beam_size``, ...)
+                     → ``{"translation": "..."}`` or ``{"translations": [...]}`` with ``model``, ``bundle_hash``
+                     and ``elapsed_ms``.
+``GET /``            the two-pane web page (``handler/web/index.html``) with the limits injected.
+``GET /healthz``     model name, bundle hash, warm state, cold-start timings and limits (503 while unavailable).
+
+Every error is ``{"error": {"code": "...", "message": "..."}}``; this module is the only place that maps the
+``handler.errors`` hierarchy to HTTP statuses. Unexpected exceptions are logged with their traceback and answered
+500 with a message that holds no internals.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+from handler.config import ENV_MAX_CHARS, MAX_BEAM_SIZE
+from handler.errors import (
+    ConfigurationError,
+    DeadlineExceededError,
+    InvalidRequestError,
+    ModelUnavailableError,
+    RequestTooLargeError,
+    TranslatorError,
+)
+from handler.service import TranslateOptions
+from handler.startup import Startup
+
+logger = logging.getLogger(__name__)
+
+WEB_PAGE = Path(__file__).resolve().parent / "web" / "index.html"
+PAGE_CONFIG_PLACEHOLDER = "__TRANSLATOR_PAGE_CONFIG__"
+
+JSON_TYPE = "application/json"
+TEXT_FIELDS = ("text", "texts")
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """A request as every adapter sees it. ``headers`` keys are lower-case (``HttpRequest.create`` does that)."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    @classmethod
+    def create(
+        cls,
+        method: str,
+        path: str,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+        body: bytes | None = None,
+    ) -> HttpRequest:
+        """Normalise: upper-case method, lower-case header names (repeated headers joined with ", ")."""
+        pairs = headers.items() if isinstance(headers, Mapping) else headers
+        merged: dict[str, str] = {}
+        for name, value in pairs:
+            key = name.lower()
+            merged[key] = f"{merged[key]}, {value}" if key in merged else str(value)
+        return cls(method=method.upper(), path=path or "/", headers=merged, body=body or b"")
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def body_text(self) -> str:
+        return self.body.decode("utf-8")
+
+
+# --- errors that exist only at the HTTP edge (one type per status) -------------------------------------------
+class HttpError(Exception):
+    status = 500
+    code = "internal_error"
+
+
+class NotFoundError(HttpError):
+    status = 404
+    code = "not_found"
+
+
+class MethodNotAllowedError(HttpError):
+    status = 405
+    code = "method_not_allowed"
+
+    def __init__(self, message: str, allowed: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.allowed = allowed
+
+
+class UnsupportedMediaTypeError(HttpError):
+    status = 415
+    code = "unsupported_media_type"
+
+
+# most specific first: BundleError is a ModelUnavailableError
+STATUS_BY_ERROR: tuple[tuple[type[TranslatorError], int], ...] = (
+    (InvalidRequestError, 400),
+    (RequestTooLargeError, 413),
+    (ModelUnavailableError, 503),
+    (DeadlineExceededError, 503),
+    (ConfigurationError, 500),
+    (TranslatorError, 500),
+)
+
+INTERNAL_ERROR_MESSAGE = "internal error while translating; the function's log has the details"
+
+# methods each route answers (HEAD is answered like GET, without a body; OPTIONS is the CORS preflight)
+ROUTES: dict[str, tuple[str, ...]] = {
+    "/": ("GET", "HEAD"),
+    "/healthz": ("GET", "HEAD"),
+    "/translate": ("POST", "OPTIONS"),
+}
+
+
+def status_for(error: TranslatorError) -> int:
+    for kind, status in STATUS_BY_ERROR:
+        if isinstance(error, kind):
+            return status
+    return 500
+
+
+class HttpApi:
+    """Routes requests to the translation service; built once per cold start from a ``Startup``."""
+
+    def __init__(self, startup: Startup) -> None:
+        self.startup = startup
+        self.config = startup.config
+        info = startup.service.info() if startup.service is not None else {}
+        self._model = info.get("model")
+        self._bundle_hash = info.get("bundle_hash")
+        self._page = _render_page(startup)
+        self._page_csp = _page_security_policy(self._page)
+        # JSON escapes a character in at most 6 bytes ("\u4f60"); the margin covers keys, options and a batch
+        self.max_body_bytes = 6 * self.config.max_chars + 64 * self.config.max_texts + 65_536
+
+    # --- entry point --------------------------------------------------------------------------------------
+    def handle(self, request: HttpRequest) -> HttpResponse:
+        try:
+            response = self._route(request)
+        except HttpError as error:
+            response = _error_response(error.status, error.code, str(error))
+            if isinstance(error, MethodNotAllowedError):
+                response.headers["Allow"] = ", ".join(error.allowed)
+        except TranslatorError as error:
+            if status_for(error) >= 500:
+                logger.error("%s %s failed: %s: %s", request.method, request.path, type(error).__name__, error)
+            response = response_for_error(error)
+        except Exception:
+            logger.exception("%s %s failed with an unexpected error", request.method, request.path)
+            response = _error_response(500, "internal_error", INTERNAL_ERROR_MESSAGE)
+        response.headers.update(self._cors_headers(request))
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        if request.method == "HEAD":
+            response = HttpResponse(response.status, response.headers, b"")
+        return response
+
+    def _route(self, request: HttpRequest) -> HttpResponse:
+        path = _normalise_path(request.path)
+        allowed = ROUTES.get(path)
+        if allowed is None:
+            raise NotFoundError(f"no route for {path}; the routes are {', '.join(ROUTES)}")
+        if request.method not in allowed:
+            raise MethodNotAllowedError(f"{path} answers {' and '.join(allowed)}, not {request.method}", allowed)
+        if request.method == "OPTIONS":
+            return HttpResponse(204, {"Allow": ", ".join(allowed)}, b"")
+        if path == "/":
+            return self._page_response()
+        if path == "/healthz":
+            return self._health()
+        return self._translate(request)
+
+    # --- routes -------------------------------------------------------------------------------------------
+    def _page_response(self) -> HttpResponse:
+        headers = {
+            "Content-Type": "text/html; charset=utf-8",
+            "Cache-Control": "no-cache",
+            "Content-Security-Policy": self._page_csp,
+            "Referrer-Policy": "no-referrer",
+        }
+        return HttpResponse(200, headers, self._page)
+
+    def _health(self) -> HttpResponse:
+        report = self.startup.health()
+        return _json_response(200 if self.startup.service is not None else 503, report)
+
+    def _translate(self, request: HttpRequest) -> HttpResponse:
+        payload = self._json_body(request)
+        text, texts, options = _parse_translate_request(payload)
+        service = self.startup.require_service()
+        began = time.perf_counter()
+        result: dict[str, Any]
+        if texts is not None:
+            result = {"translations": service.translate_many(texts, options)}
+        else:
+            assert text is not None
+            result = {"translation": service.translate(text, options)}
+        result.update(
+            model=self._model,
+            bundle_hash=self._bundle_hash,
+            elapsed_ms=round((time.perf_counter() - began) * 1000, 1),
+        )
+        return _json_response(200, result)
+
+    def _json_body(self, request: HttpRequest) -> Any:
+        raw_type = request.headers.get("content-type", "")
+        media_type, charset = _media_type(raw_type)
+        if media_type != JSON_TYPE and not media_type.endswith("+json"):
+            found = f"Content-Type {raw_type!r}" if raw_type else "no Content-Type"
+            raise UnsupportedMediaTypeError(
+                f"POST /translate takes a JSON body with Content-Type: application/json; got {found}. "
+                'Example: {"text": "你好，世界"}'
+            )
+        if charset and charset.lower() not in ("utf-8", "utf8"):
+            raise UnsupportedMediaTypeError(f"JSON must be UTF-8; got charset={charset}")
+        if len(request.body) > self.max_body_bytes:
+            raise RequestTooLargeError(
+                f"the request body is {len(request.body):,} bytes; the limit is {self.max_body_bytes:,} bytes, "
+                f"which follows from the character limit of {self.config.max_chars:,} ({ENV_MAX_CHARS})"
+            )
+        try:
+            return json.loads(request.body)
+        except UnicodeDecodeError as error:
+            raise InvalidRequestError(f"the body is not UTF-8 encoded JSON: {error}") from None
+        except ValueError as error:
+            raise InvalidRequestError(f"the body is not valid JSON: {error}") from None
+
+    # --- CORS ---------------------------------------------------------------------------------------------
+    def _cors_headers(self, request: HttpRequest) -> dict[str, str]:
+        """Empty unless the configuration allows the request's origin (default: same origin only)."""
+        origins = self.config.cors_origins
+        origin = request.headers.get("origin", "").rstrip("/")
+        if not origins or not origin:
+            return {}
+        if "*" in origins:
+            allow = "*"
+        elif origin in origins:
+            allow = origin
+        else:
+            return {}
+        headers = {"Access-Control-Allow-Origin": allow}
+        if allow != "*":
+            headers["Vary"] = "Origin"
+        if request.method == "OPTIONS":
+            headers["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+            headers["Access-Control-Allow-Headers"] = "Content-Type"
+            headers["Access-Control-Max-Age"] = "600"
+        return headers
+
+
+# --- request parsing --------------------------------------------------------------------------------------
+def _parse_translate_request(payload: Any) -> tuple[str | None, list[str] | None, TranslateOptions]:
+    if not isinstance(payload, dict):
+        raise InvalidRequestError(
+            f'the body must be a JSON object such as {{"text": "你好"}}; got a JSON {_json_kind(payload)}'
+        )
+    present = [name for name in TEXT_FIELDS if name in payload]
+    if len(present) != 1:
+        found = "both" if len(present) == 2 else "neither"
+        raise InvalidRequestError(
+            f'give exactly one of "text" (a string) or "texts" (a list of strings); found {found}'
+        )
+    options = TranslateOptions.from_mapping({k: v for k, v in payload.items() if k not in TEXT_FIELDS})
+    if "text" in payload:
+        text = payload["text"]
+        if not isinstance(text, str):
+            raise InvalidRequestError(f'"text" must be a string; got a JSON {_json_kind(text)}')
+        _require_encodable(text, '"text"')
+        return text, None, options
+    texts = payload["texts"]
+    if not isinstance(texts, list):
+        raise InvalidRequestError(f'"texts" must be a list of strings; got a JSON {_json_kind(texts)}')
+    for index, item in enumerate(texts):
+        if not isinstance(item, str):
+            raise InvalidRequestError(f'"texts"[{index}] must be a string; got a JSON {_json_kind(item)}')
+        _require_encodable(item, f'"texts"[{index}]')
+    return None, texts, options
+
+
+def _require_encodable(text: str, name: str) -> None:
+    """JSON may carry lone surrogates ("\\ud800"); they are not text and no tokenizer can encode them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidRequestError(
+            f"{name} holds an unpaired UTF-16 surrogate at character {error.start:,}; send valid Unicode text"
+        ) from None
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _media_type(content_type: str) -> tuple[str, str | None]:
+    if not content_type:
+        return "", None
+    message = Message()
+    message["content-type"] = content_type
+    charset = message.get_param("charset")
+    return message.get_content_type().lower(), charset if isinstance(charset, str) else None
+
+
+def _normalise_path(path: str) -> str:
+    path = path.split("?", 1)[0]
+    if len(path) > 1:
+        path = path.rstrip("/")
+    return path or "/"
+
+
+# --- responses --------------------------------------------------------------------------------------------
+def _json_response(status: int, payload: Mapping[str, Any]) -> HttpResponse:
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    return HttpResponse(status, {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"}, body)
+
+
+def _error_response(status: int, code: str, message: str) -> HttpResponse:
+    return _json_response(status, {"error": {"code": code, "message": message}})
+
+
+def response_for_error(error: TranslatorError) -> HttpResponse:
+    """The JSON error response for one of our errors, with the status ``STATUS_BY_ERROR`` gives it."""
+    return _error_response(status_for(error), error.code, str(error))
+
+
+# --- the web page -----------------------------------------------------------------------------------------
+def _render_page(startup: Startup) -> bytes:
+    """The page with the server's limits injected, so its counter warns before the server refuses."""
+    config = startup.config
+    page_config = {
+        "maxChars": config.max_chars,
+        "maxTexts": config.max_texts,
+        "defaultBeamSize": config.beam_size,
+        "maxBeamSize": MAX_BEAM_SIZE,
+        "maxCharsVariable": ENV_MAX_CHARS,
+        "available": startup.service is not None,
+        "error": None if startup.error is None else str(startup.error),
+    }
+    # safe inside <script type="application/json">: no "<" can close the element
+    encoded = json.dumps(page_config, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    template = WEB_PAGE.read_text(encoding="utf-8")
+    if PAGE_CONFIG_PLACEHOLDER not in template:
+        raise ConfigurationError(f"{WEB_PAGE} lacks the {PAGE_CONFIG_PLACEHOLDER} placeholder")
+    return template.replace(PAGE_CONFIG_PLACEHOLDER, encoded).encode("utf-8")
+
+
+_INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.DOTALL)
+
+
+def _page_security_policy(page: bytes) -> str:
+    """Allow exactly the page's own inline script (by hash), its inline style and requests to its own origin."""
+    hashes = " ".join(
+        f"'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'"
+        for script in _INLINE_SCRIPT.findall(page)
+    )
+    return (
+        f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; connect-src 'self'; "
+        "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )

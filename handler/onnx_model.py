@@ -1,0 +1,142 @@
+"""The two ONNX Runtime sessions of a bundle (encoder, one-step decoder) behind a small numpy interface.
+
+The graph names and shapes are the contract in ``handler/bundle.py``. Past and cross-attention caches travel as
+lists ordered per layer, key before value: ``[key.0, value.0, key.1, value.1, ...]``; axis 0 of every array
+is the batch row, so a decoder can reorder or drop rows with ``np.take(array, rows, axis=0)``.
+
+Sessions run on the CPU execution provider with a fixed number of intra-op threads, one inter-op thread,
+sequential execution and every graph optimization, and write no files (no optimized-model path, no profiling).
+
+ONNX Runtime (1.29 and later) starts a telemetry uploader on Linux that writes a device id under
+``$HOME/.cache/Microsoft`` and sends events over the network. A function has neither a writable home nor a
+reason to phone home, so importing this module sets ``ORT_DISABLE_TELEMETRY=1`` (unless the environment
+already sets it) before onnxruntime is imported: nothing is written and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # must precede the first onnxruntime import
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+
+from handler import bundle  # noqa: E402
+from handler.bundle import ModelSpec  # noqa: E402
+from handler.errors import BundleError  # noqa: E402
+
+PROVIDERS = ["CPUExecutionProvider"]
+LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
+
+
+def session_options(threads: int, spinning: bool) -> ort.SessionOptions:
+    """Options for both sessions: ``threads`` intra-op threads that spin between calls only if ``spinning``."""
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1; got {threads}")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = LOG_ERRORS_ONLY
+    flag = "1" if spinning else "0"
+    options.add_session_config_entry("session.intra_op.allow_spinning", flag)
+    options.add_session_config_entry("session.inter_op.allow_spinning", flag)
+    return options
+
+
+def _layer_names(layers: int, key: Callable[[int], str], value: Callable[[int], str]) -> list[str]:
+    names: list[str] = []
+    for layer in range(layers):
+        names += [key(layer), value(layer)]
+    return names
+
+
+class OnnxMarian:
+    """A Marian encoder-decoder as two ONNX Runtime sessions: ``encode`` once per batch, ``step`` per token."""
+
+    def __init__(
+        self,
+        encoder_path: Path | str,
+        decoder_path: Path | str,
+        spec: ModelSpec,
+        *,
+        threads: int = 1,
+        spinning: bool = False,
+    ) -> None:
+        self.spec = spec
+        self.threads = threads
+        self.spinning = spinning
+        options = session_options(threads, spinning)
+        layers = spec.decoder_layers
+        self._cross_names = _layer_names(layers, bundle.cross_key, bundle.cross_value)
+        self._past_names = _layer_names(layers, bundle.past_key, bundle.past_value)
+        self._present_names = _layer_names(layers, bundle.present_key, bundle.present_value)
+        self._decoder_outputs = [bundle.LOG_PROBS, *self._present_names]
+        self.encoder = self._open(Path(encoder_path), options)
+        self.decoder = self._open(Path(decoder_path), options)
+        self._check_names(
+            Path(encoder_path), self.encoder, [bundle.INPUT_IDS, bundle.ATTENTION_MASK], self._cross_names
+        )
+        self._check_names(
+            Path(decoder_path),
+            self.decoder,
+            [bundle.INPUT_IDS, bundle.ENCODER_ATTENTION_MASK, *self._past_names, *self._cross_names],
+            self._decoder_outputs,
+        )
+
+    @staticmethod
+    def _open(path: Path, options: ort.SessionOptions) -> ort.InferenceSession:
+        if not path.is_file():
+            raise BundleError(f"{path} does not exist; re-export the bundle with python -m build.export ... --force")
+        try:
+            return ort.InferenceSession(str(path), sess_options=options, providers=PROVIDERS)
+        except Exception as error:  # onnxruntime raises its own exception classes (Fail, InvalidProtobuf, ...)
+            raise BundleError(
+                f"ONNX Runtime cannot load {path}: {error}; "
+                "re-export the bundle with python -m build.export ... --force"
+            ) from error
+
+    def _check_names(self, path: Path, session: ort.InferenceSession, inputs: list[str], outputs: list[str]) -> None:
+        found_inputs = [node.name for node in session.get_inputs()]
+        found_outputs = [node.name for node in session.get_outputs()]
+        if sorted(found_inputs) != sorted(inputs) or sorted(found_outputs) != sorted(outputs):
+            raise BundleError(
+                f"{path} does not match bundle format {bundle.FORMAT_VERSION} for a model with "
+                f"{self.spec.decoder_layers} decoder layers: expected inputs {inputs} and outputs {outputs}, "
+                f"found inputs {found_inputs} and outputs {found_outputs}; re-export the bundle with "
+                "python -m build.export ... --force"
+            )
+
+    def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> list[np.ndarray]:
+        """int64 [batch, src_len] ids and mask -> cross K/V ``[key.0, value.0, ...]``, each [batch, H, src_len, D]."""
+        feeds = {
+            bundle.INPUT_IDS: np.ascontiguousarray(input_ids, dtype=np.int64),
+            bundle.ATTENTION_MASK: np.ascontiguousarray(attention_mask, dtype=np.int64),
+        }
+        return list(self.encoder.run(self._cross_names, feeds))
+
+    def empty_past(self, batch_size: int) -> list[np.ndarray]:
+        """The self-attention cache before the first step: length 0, [batch, H, 0, D] per key and value."""
+        shape = (batch_size, self.spec.attention_heads, 0, self.spec.head_dim)
+        return [np.zeros(shape, dtype=np.float32) for _ in self._past_names]
+
+    def step(
+        self,
+        input_ids: np.ndarray,
+        encoder_attention_mask: np.ndarray,
+        past: list[np.ndarray],
+        cross: list[np.ndarray],
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """One decoding step for every row: the newest token ids [batch, 1] -> (log_probs [batch, V], present)."""
+        feeds: dict[str, np.ndarray] = {
+            bundle.INPUT_IDS: np.ascontiguousarray(input_ids, dtype=np.int64),
+            bundle.ENCODER_ATTENTION_MASK: np.ascontiguousarray(encoder_attention_mask, dtype=np.int64),
+        }
+        feeds.update(zip(self._past_names, past, strict=True))
+        feeds.update(zip(self._cross_names, cross, strict=True))
+        outputs = self.decoder.run(self._decoder_outputs, feeds)
+        return outputs[0], list(outputs[1:])

@@ -1,0 +1,317 @@
+"""The translation service every adapter calls: plain Python text in, English text out.
+
+Pipeline for a request: validate the texts and options -> split each text into sentence-sized segments that
+fit the model (``handler.segmentation``) -> translate each distinct segment once -> pack the segments into
+batches of similar length (``handler.batching``) -> encode and decode each batch (greedy for beam size 1,
+otherwise beam search; ``handler.decoding``) -> detokenize -> clean (``handler.cleaning``) -> put the
+translations back into each text's line structure. Every request limit (characters, texts, option ranges,
+document deadlines) is enforced here and nowhere else; violations raise the typed errors of
+``handler.errors`` with messages that say what was found and what is allowed.
+
+One translation runs at a time per service (a lock): the ONNX Runtime sessions already use every thread the
+configuration gives them, so concurrent requests would only compete for the same cores and memory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from handler.batching import Batch, pad_batch, plan_batches, restore_order
+from handler.cleaning import clean_translation
+from handler.config import ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
+from handler.decoding import beam_search, greedy_search
+from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
+from handler.loader import LoadedModel
+from handler.segmentation import Document, split_document
+
+OPTION_NAMES = ("beam_size", "length_penalty", "max_length_ratio", "repetition_guard")
+LENGTH_PENALTY_RANGE = (0.0, 2.0)
+MAX_LENGTH_RATIO_RANGE = (1.0, 4.0)
+EXTRA_NEW_TOKENS = 10  # output tokens allowed on top of max_length_ratio x source tokens
+MIN_SEGMENT_TOKENS = 8
+SPEED_MEMORY = 0.8  # weight of earlier batches in the measured decoding speed
+
+
+def _shown(value: object) -> str:
+    """A value as the user wrote it (JSON where possible)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class TranslateOptions:
+    """Per-request decoding choices; every field is validated on construction (``InvalidRequestError``)."""
+
+    beam_size: int | None = None  # None -> RuntimeConfig.beam_size; allowed 1..8
+    length_penalty: float = 1.0  # hypothesis score = sum of log-probabilities / length ** length_penalty
+    max_length_ratio: float = 2.0  # output tokens <= ratio x source tokens + 10 (and < the model's positions)
+    repetition_guard: bool = True  # ban repeated 3-grams and runs of one token (degenerate loops)
+
+    def __post_init__(self) -> None:
+        if self.beam_size is not None and not (
+            isinstance(self.beam_size, int)
+            and not isinstance(self.beam_size, bool)
+            and 1 <= self.beam_size <= MAX_BEAM_SIZE
+        ):
+            raise InvalidRequestError(
+                f"beam_size must be an integer from 1 to {MAX_BEAM_SIZE}; got {_shown(self.beam_size)}"
+            )
+        for name, (low, high) in (
+            ("length_penalty", LENGTH_PENALTY_RANGE),
+            ("max_length_ratio", MAX_LENGTH_RATIO_RANGE),
+        ):
+            value = getattr(self, name)
+            if not (_is_number(value) and math.isfinite(value) and low <= value <= high):
+                raise InvalidRequestError(f"{name} must be a number from {low} to {high}; got {_shown(value)}")
+        if not isinstance(self.repetition_guard, bool):
+            raise InvalidRequestError(f"repetition_guard must be true or false; got {_shown(self.repetition_guard)}")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, object]) -> TranslateOptions:
+        """Options from user JSON: unknown keys are an error listing the allowed ones; ``null`` means the default."""
+        if not isinstance(data, Mapping):
+            raise InvalidRequestError(f"options must be an object with the keys {', '.join(OPTION_NAMES)}")
+        unknown = sorted(str(key) for key in data if key not in OPTION_NAMES)
+        if unknown:
+            raise InvalidRequestError(
+                f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                f"allowed options: {', '.join(OPTION_NAMES)}"
+            )
+        values = {key: value for key, value in data.items() if value is not None}
+        return cls(**values)  # type: ignore[arg-type]  # __post_init__ checks every type
+
+
+class ThroughputMeter:
+    """Decoding speed measured on finished batches, recent batches weighing more; projects future work.
+
+    Work is counted in source tokens times beams (a batch's output length follows its source length).
+    """
+
+    def __init__(self, memory: float = SPEED_MEMORY) -> None:
+        self._memory = memory
+        self._seconds = 0.0
+        self._work = 0.0
+
+    def record(self, seconds: float, work: float) -> None:
+        self._seconds = self._memory * self._seconds + seconds
+        self._work = self._memory * self._work + work
+
+    def seconds_for(self, work: float) -> float | None:
+        """Projected seconds for ``work``; None before anything was measured."""
+        return work * self._seconds / self._work if self._work else None
+
+
+@dataclass(frozen=True)
+class _Segments:
+    """The distinct segments of a request: texts, their characters over all occurrences, and their ids."""
+
+    texts: list[str]
+    characters: list[int]
+    encoded: list[list[int]]
+
+    @property
+    def total_characters(self) -> int:
+        return sum(self.characters)
+
+
+class TranslationService:
+    """Translates Chinese text with one loaded model, under the limits of one ``RuntimeConfig``."""
+
+    def __init__(self, model: LoadedModel, config: RuntimeConfig) -> None:
+        self.model = model
+        self.config = config
+        self._tokenizer = model.tokenizer
+        self._spec = model.spec
+        self._bundle_hash = model.manifest.bundle_hash()
+        # room for the output: the source gets at most half of the model's positions
+        self.max_source_tokens = max(MIN_SEGMENT_TOKENS, self._spec.max_positions // 2)
+        self._lock = threading.Lock()
+        self.throughput = ThroughputMeter()  # for deadline projections
+
+    # --- information ----------------------------------------------------------------------------------------
+
+    def info(self) -> dict[str, object]:
+        manifest = self.model.manifest
+        return {
+            "model": manifest.name,
+            "source_model": manifest.source_model,
+            "bundle_hash": self._bundle_hash,
+            "format_version": manifest.format_version,
+            "threads": self.model.model.threads,
+            "default_beam_size": self.config.beam_size,
+            "timings": dict(self.model.timings),
+        }
+
+    # --- requests -------------------------------------------------------------------------------------------
+
+    def translate(self, text: str, options: TranslateOptions | None = None) -> str:
+        """One text; same limits as ``translate_many``."""
+        return self.translate_many([text], options)[0]
+
+    def translate_many(self, texts: Sequence[str], options: TranslateOptions | None = None) -> list[str]:
+        """Each text's translation, in order, within ``max_texts`` texts and ``max_chars`` characters in all."""
+        self._check_request(texts)
+        documents = [self._split(text) for text in texts]
+        return self._translate(documents, options or TranslateOptions(), None, None)
+
+    def translate_document(
+        self,
+        text: str,
+        options: TranslateOptions | None = None,
+        *,
+        deadline: float | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> str:
+        """A whole file's text, with its paragraphs and line breaks; no character limit (adapters limit bytes).
+
+        ``deadline`` is a ``time.monotonic()`` value: ``DeadlineExceededError`` is raised before work begins when
+        the measured speed says it cannot finish in time, and between batches when the next batch would overrun.
+        ``progress(done_characters, total_characters)`` is called after every batch.
+        """
+        if not isinstance(text, str):
+            raise InvalidRequestError(f"the document must be a string; got {type(text).__name__}")
+        return self._translate([self._split(text)], options or TranslateOptions(), deadline, progress)[0]
+
+    # --- validation -----------------------------------------------------------------------------------------
+
+    def _check_request(self, texts: Sequence[str]) -> None:
+        if isinstance(texts, str | bytes) or not isinstance(texts, Sequence):
+            raise InvalidRequestError(f"texts must be a list of strings; got {type(texts).__name__}")
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InvalidRequestError(f"texts[{index}] is {type(text).__name__}; every text must be a string")
+        limit = self.config.max_texts
+        if len(texts) > limit:
+            raise RequestTooLargeError(
+                f"the request has {len(texts):,} texts; the limit is {limit:,} ({ENV_MAX_TEXTS})"
+            )
+        characters = sum(len(text) for text in texts)
+        limit = self.config.max_chars
+        if characters > limit:
+            what = "text is" if len(texts) == 1 else "texts are"
+            total = "" if len(texts) == 1 else " in all"
+            raise RequestTooLargeError(
+                f"{what} {characters:,} characters{total}; the limit is {limit:,} ({ENV_MAX_CHARS})"
+            )
+
+    def _split(self, text: str) -> Document:
+        return split_document(text, self._tokenizer.count_tokens, self.max_source_tokens)
+
+    # --- translation ----------------------------------------------------------------------------------------
+
+    def _segments(self, documents: Sequence[Document]) -> _Segments:
+        index: dict[str, int] = {}
+        characters: list[int] = []
+        for document in documents:
+            for segment in document.segments:
+                position = index.setdefault(segment.text, len(index))
+                if position == len(characters):
+                    characters.append(0)
+                characters[position] += len(segment.text)
+        texts = list(index)
+        encoded = self._tokenizer.encode_batch(texts) if texts else []
+        return _Segments(texts, characters, encoded)
+
+    def _translate(
+        self,
+        documents: Sequence[Document],
+        options: TranslateOptions,
+        deadline: float | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> list[str]:
+        segments = self._segments(documents)
+        beam_size = options.beam_size or self.config.beam_size
+        batches = plan_batches(
+            [len(ids) for ids in segments.encoded], max_tokens=self.config.batch_tokens, beam_size=beam_size
+        )
+        outputs: list[list[list[int]]] = []
+        with self._lock:
+            done = 0
+            for number, batch in enumerate(batches):
+                if deadline is not None:
+                    self._check_deadline(deadline, batches[number:], segments, beam_size, number, len(batches))
+                outputs.append(self._decode(batch, segments, options, beam_size))
+                done += sum(segments.characters[index] for index in batch.indices)
+                if progress is not None:
+                    progress(done, segments.total_characters)
+        tokens = restore_order(batches, outputs, len(segments.texts))
+        translations = {
+            text: clean_translation(self._tokenizer.decode(ids))
+            for text, ids in zip(segments.texts, tokens, strict=True)
+        }
+        return [document.join([translations[text] for text in document.texts]) for document in documents]
+
+    def max_new_tokens(self, source_tokens: int, options: TranslateOptions) -> int:
+        """Decoding steps for a source of ``source_tokens`` tokens (the end-of-sentence token included)."""
+        allowed = int(options.max_length_ratio * source_tokens) + EXTRA_NEW_TOKENS
+        return max(1, min(allowed, self._spec.max_positions - 1))
+
+    def _decode(self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[list[int]]:
+        input_ids, attention_mask = pad_batch([segments.encoded[index] for index in batch.indices], self._spec.pad_id)
+        max_new_tokens = self.max_new_tokens(batch.width, options)
+        began = time.perf_counter()
+        if beam_size == 1:
+            result = greedy_search(
+                self.model.model,
+                input_ids,
+                attention_mask,
+                max_new_tokens,
+                repetition_guard=options.repetition_guard,
+            )
+        else:
+            result = beam_search(
+                self.model.model,
+                input_ids,
+                attention_mask,
+                max_new_tokens,
+                beam_size=beam_size,
+                length_penalty=options.length_penalty,
+                repetition_guard=options.repetition_guard,
+            )
+        self.throughput.record(time.perf_counter() - began, _work(batch, segments, beam_size))
+        return result
+
+    # --- deadlines ------------------------------------------------------------------------------------------
+
+    def _check_deadline(
+        self,
+        deadline: float,
+        remaining: Sequence[Batch],
+        segments: _Segments,
+        beam_size: int,
+        number: int,
+        total: int,
+    ) -> None:
+        now = time.monotonic()
+        done = f"{number} of {total} batches done" if number else "nothing was translated"
+        if now >= deadline:
+            raise DeadlineExceededError(f"the deadline passed before batch {number + 1} of {total}; {done}")
+        if number == 0:
+            needed = self.throughput.seconds_for(sum(_work(batch, segments, beam_size) for batch in remaining))
+            what = "the document needs about"
+        else:
+            needed = self.throughput.seconds_for(_work(remaining[0], segments, beam_size))
+            what = f"batch {number + 1} of {total} needs about"
+        if needed is None:
+            return
+        left = deadline - now
+        if needed > left:
+            raise DeadlineExceededError(
+                f"{what} {needed:,.1f} s at the measured speed, but only {left:,.1f} s are left before the deadline; "
+                f"{done}"
+            )
+
+
+def _work(batch: Batch, segments: _Segments, beam_size: int) -> float:
+    return float(beam_size * sum(len(segments.encoded[index]) for index in batch.indices))

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Deploys the translation function to Google Cloud Functions (2nd gen, i.e. Cloud Run underneath):
+#   - $FUNCTION_NAME        HTTP trigger: POST /translate, GET /, GET /healthz (entry point translate_http)
+#   - $FUNCTION_NAME-files  Cloud Storage "finalized" trigger on $INPUT_BUCKET: every uploaded text file is
+#                           translated into $OUTPUT_BUCKET (entry point translate_storage_event)
+# Both: 2 GiB memory, 1 vCPU, the runtime's settings from infra/gcp/env.yaml, and a dedicated service account
+# that may read the input bucket and write the output bucket, nothing else.
+#
+# Usage:   infra/gcp/deploy.sh print        print the commands (what `make deploy-gcp` does)
+#          infra/gcp/deploy.sh stage DIR    assemble the deployable source in DIR (done by `deploy`)
+#          infra/gcp/deploy.sh deploy       stage the source and run the commands (`make deploy-gcp DEPLOY=1`)
+# Settings (environment variables):
+#   GCP_PROJECT            project id (required by `deploy`)
+#   GCP_REGION             region of the functions and of the buckets (default: us-central1)
+#   INPUT_BUCKET           bucket whose uploads are translated (created when missing; required by `deploy`)
+#   OUTPUT_BUCKET          bucket that receives the translations; must differ from INPUT_BUCKET
+#   FUNCTION_NAME          default: zh-en-translate
+#   ALLOW_UNAUTHENTICATED  1 = public HTTP endpoint; default: callers need roles/run.invoker (send an identity token)
+#   STAGE_DIR              where `deploy` assembles the source (default: a new temporary folder)
+# Needs the Google Cloud CLI (gcloud), logged in with rights to create functions, buckets and IAM bindings.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+MODE="${1:-print}"
+
+PROJECT="${GCP_PROJECT:-}"
+REGION="${GCP_REGION:-us-central1}"
+INPUT="${INPUT_BUCKET:-}"
+OUTPUT="${OUTPUT_BUCKET:-}"
+NAME="${FUNCTION_NAME:-zh-en-translate}"
+RUNTIME="python311"            # the Python of requirements/runtime-gcp.txt
+MEMORY="2Gi"
+CPU="1"
+HTTP_TIMEOUT="300s"
+FILES_TIMEOUT="540s"           # the longest a 2nd gen event-driven function may run
+FINALIZED="google.cloud.storage.object.v1.finalized"
+
+die() { echo "deploy.sh: $*" >&2; exit 2; }
+
+stage() {  # the same files the Dockerfile's `cloudrun` image holds, plus requirements.txt for the buildpack
+    local dir="$1" source
+    [[ -f "$REPO_ROOT/model_artifacts/default/manifest.json" ]] \
+        || die "no bundle in model_artifacts/default (build one: make model MODEL=... NAME=default)"
+    source="$dir/source"
+    rm -rf "$source"
+    mkdir -p "$source/model_artifacts"
+    cp "$REPO_ROOT/main.py" "$source/"
+    cp -r "$REPO_ROOT/handler" "$source/handler"
+    find "$source/handler" -name __pycache__ -prune -exec rm -rf {} +
+    cp -r "$REPO_ROOT/model_artifacts/default" "$source/model_artifacts/default"
+    cp "$REPO_ROOT/requirements/runtime-gcp.txt" "$source/requirements.txt"
+    printf '%s\n' '__pycache__/' '*.pyc' > "$source/.gcloudignore"
+    cp "$REPO_ROOT/infra/gcp/env.yaml" "$dir/env-http.yaml"
+    { cat "$REPO_ROOT/infra/gcp/env.yaml"; printf 'TRANSLATE_OUTPUT_BUCKET: "%s"\n' "$OUTPUT"; } > "$dir/env-files.yaml"
+}
+
+if [[ "$MODE" == "stage" ]]; then
+    [[ $# -eq 2 ]] || die "usage: deploy.sh stage DIR"
+    stage "$2"
+    echo "staged the function's source in $2/source"
+    exit 0
+fi
+[[ "$MODE" == "print" || "$MODE" == "deploy" ]] || die "unknown mode '$MODE'; use print, stage DIR or deploy"
+
+if [[ "$MODE" == "deploy" ]]; then
+    [[ -n "$PROJECT" ]] || die "set GCP_PROJECT to your project id"
+    [[ -n "$INPUT" && -n "$OUTPUT" ]] || die "set INPUT_BUCKET and OUTPUT_BUCKET (two different new or existing buckets)"
+    command -v gcloud >/dev/null || die "gcloud not found: install the Google Cloud CLI and run 'gcloud auth login'"
+    STAGE="${STAGE_DIR:-$(mktemp -d)}"
+    stage "$STAGE"
+else
+    PROJECT="${PROJECT:-<GCP_PROJECT>}"
+    INPUT="${INPUT:-<INPUT_BUCKET>}"
+    OUTPUT="${OUTPUT:-<OUTPUT_BUCKET>}"
+    STAGE="${STAGE_DIR:-<STAGE_DIR>}"
+fi
+[[ "$INPUT" != "$OUTPUT" ]] || die "INPUT_BUCKET and OUTPUT_BUCKET must differ: each translation would trigger another"
+
+SA_NAME="${NAME}-fn"
+SA="${SA_NAME:0:30}@${PROJECT}.iam.gserviceaccount.com"
+if [[ "$MODE" == "deploy" ]]; then
+    SERVICE_AGENT="$(gcloud storage service-agent --project "$PROJECT")"
+else
+    SERVICE_AGENT='$(gcloud storage service-agent --project '"$PROJECT"')'
+fi
+PUBLIC_FLAG="--no-allow-unauthenticated"
+[[ "${ALLOW_UNAUTHENTICATED:-0}" == "1" ]] && PUBLIC_FLAG="--allow-unauthenticated"
+
+quote() {  # one argument as a shell word: bare when safe, "..." around a $(command), '...' otherwise
+    local word="$1"
+    if [[ "$word" =~ ^[A-Za-z0-9_./:=@,+-]+$ ]]; then printf '%s' "$word"
+    elif [[ "$word" == *'$('* ]]; then printf '"%s"' "$word"
+    else printf "'%s'" "${word//\'/\'\\\'\'}"
+    fi
+}
+run() {  # print a command; in deploy mode, run it too
+    local word line=""
+    for word in "$@"; do line+="$(quote "$word") "; done
+    echo "${line% }"
+    if [[ "$MODE" == "deploy" ]]; then "$@"; fi
+}
+note() { echo "# $*"; }
+exists() { [[ "$MODE" == "deploy" ]] && "$@" >/dev/null 2>&1; }
+
+note "1. APIs"
+run gcloud services enable cloudfunctions.googleapis.com run.googleapis.com cloudbuild.googleapis.com \
+    artifactregistry.googleapis.com eventarc.googleapis.com pubsub.googleapis.com storage.googleapis.com \
+    --project "$PROJECT"
+
+note "2. a service account for the functions: read the input bucket, write the output bucket"
+exists gcloud iam service-accounts describe "$SA" --project "$PROJECT" \
+    || run gcloud iam service-accounts create "${SA_NAME:0:30}" --project "$PROJECT" \
+        --display-name "Chinese-English translation function"
+
+note "3. the buckets (in the functions' region) and their permissions"
+exists gcloud storage buckets describe "gs://$INPUT" \
+    || run gcloud storage buckets create "gs://$INPUT" --project "$PROJECT" --location "$REGION" --uniform-bucket-level-access
+exists gcloud storage buckets describe "gs://$OUTPUT" \
+    || run gcloud storage buckets create "gs://$OUTPUT" --project "$PROJECT" --location "$REGION" --uniform-bucket-level-access
+run gcloud storage buckets add-iam-policy-binding "gs://$INPUT" --member "serviceAccount:$SA" --role roles/storage.objectViewer
+# objectUser, not objectCreator: replacing an earlier translation of the same file also needs objects.delete
+run gcloud storage buckets add-iam-policy-binding "gs://$OUTPUT" --member "serviceAccount:$SA" --role roles/storage.objectUser
+
+note "4. Eventarc: Cloud Storage publishes the finalize events; the account receives them"
+run gcloud projects add-iam-policy-binding "$PROJECT" --member "serviceAccount:$SERVICE_AGENT" --role roles/pubsub.publisher
+run gcloud projects add-iam-policy-binding "$PROJECT" --member "serviceAccount:$SA" --role roles/eventarc.eventReceiver
+
+note "5. the HTTP function (source: main.py, handler/, model_artifacts/default/, requirements.txt)"
+run gcloud functions deploy "$NAME" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
+    --source "$STAGE/source" --entry-point translate_http --trigger-http "$PUBLIC_FLAG" \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$HTTP_TIMEOUT" \
+    --service-account "$SA" --env-vars-file "$STAGE/env-http.yaml"
+
+note "6. the file function: uploads to gs://$INPUT are translated into gs://$OUTPUT"
+run gcloud functions deploy "$NAME-files" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
+    --source "$STAGE/source" --entry-point translate_storage_event \
+    --trigger-event-filters "type=$FINALIZED" --trigger-event-filters "bucket=$INPUT" --trigger-location "$REGION" \
+    --trigger-service-account "$SA" \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" \
+    --service-account "$SA" --env-vars-file "$STAGE/env-files.yaml"
+run gcloud functions add-invoker-policy-binding "$NAME-files" --project "$PROJECT" --region "$REGION" \
+    --member "serviceAccount:$SA"
+
+note "done: the URL is in 'gcloud functions describe $NAME --gen2 --region $REGION --format value(serviceConfig.uri)'"

@@ -1,0 +1,6 @@
+"""Cloud Functions source entry: ``functions-framework --source main.py --target translate_http`` (or
+``--target translate_storage_event``). Everything lives in ``handler.gcp``."""
+
+from handler.gcp import translate_http, translate_storage_event
+
+__all__ = ["translate_http", "translate_storage_event"]

@@ -1,0 +1,146 @@
+"""A small implementation of the AWS Lambda Runtime API (version 2018-06-01) on loopback, for tests.
+
+The real runtime interface client (``python -m awslambdaric handler.aws_lambda.lambda_handler``) talks to it
+exactly as it talks to Lambda: it long-polls ``GET /2018-06-01/runtime/invocation/next`` for an event and posts
+the handler's result to ``.../invocation/{id}/response`` or ``.../invocation/{id}/error``; an initialisation
+failure goes to ``/2018-06-01/runtime/init/error``. Protocol:
+https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PREFIX = "/2018-06-01/runtime"
+FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:zh-en-translate"
+
+
+@dataclass
+class Invocation:
+    request_id: str
+    event: Any
+    deadline_ms: int
+    done: threading.Event = field(default_factory=threading.Event)
+    outcome: str = ""  # "response" or "error"
+    payload: Any = None
+
+
+class LambdaRuntimeApi:
+    """Queue events with ``invoke``; the runtime client picks them up and posts the outcome back."""
+
+    def __init__(self) -> None:
+        self._pending: queue.Queue[Invocation] = queue.Queue()
+        self._invocations: dict[str, Invocation] = {}
+        self._stopping = threading.Event()
+        self.init_errors: list[Any] = []
+        self.polls = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def address(self) -> str:
+        """The value for ``AWS_LAMBDA_RUNTIME_API``."""
+        host, port = self._server.server_address[:2]
+        return f"{host}:{port}"
+
+    def start(self) -> LambdaRuntimeApi:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def invoke(self, event: Any, *, timeout_s: float = 120.0, time_limit_s: float = 900.0) -> tuple[str, Any]:
+        """Deliver ``event`` with ``time_limit_s`` of invocation time left; returns (outcome, payload)."""
+        invocation = Invocation(str(uuid.uuid4()), event, int((time.time() + time_limit_s) * 1000))
+        self._invocations[invocation.request_id] = invocation
+        self._pending.put(invocation)
+        if not invocation.done.wait(timeout_s):
+            raise TimeoutError(
+                f"the runtime client did not answer within {timeout_s} s (init errors: {self.init_errors})"
+            )
+        return invocation.outcome, invocation.payload
+
+    def _next(self) -> Invocation | None:
+        self.polls += 1
+        while not self._stopping.is_set():
+            try:
+                return self._pending.get(timeout=0.2)
+            except queue.Empty:
+                continue
+        return None
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def _reply(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _body(self) -> Any:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    return json.loads(raw) if raw else None
+                except ValueError:
+                    return raw.decode("utf-8", "replace")
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path != f"{PREFIX}/invocation/next":
+                    self._reply(404, b'{"errorMessage": "unknown path"}')
+                    return
+                invocation = api._next()
+                if invocation is None:
+                    self._reply(503, b'{"errorMessage": "shutting down"}')
+                    return
+                self._reply(
+                    200,
+                    json.dumps(invocation.event).encode("utf-8"),
+                    {
+                        "Content-Type": "application/json",
+                        "Lambda-Runtime-Aws-Request-Id": invocation.request_id,
+                        "Lambda-Runtime-Deadline-Ms": str(invocation.deadline_ms),
+                        "Lambda-Runtime-Invoked-Function-Arn": FUNCTION_ARN,
+                        "Lambda-Runtime-Trace-Id": f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]};Sampled=0",
+                    },
+                )
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self._body()
+                if self.path == f"{PREFIX}/init/error":
+                    api.init_errors.append(body)
+                    self._reply(202, b'{"status": "OK"}')
+                    return
+                parts = self.path[len(PREFIX) :].strip("/").split("/")
+                if len(parts) == 3 and parts[0] == "invocation" and parts[2] in ("response", "error"):
+                    invocation = api._invocations.get(parts[1])
+                    if invocation is None:
+                        self._reply(400, b'{"errorMessage": "unknown request id"}')
+                        return
+                    invocation.outcome, invocation.payload = parts[2], body
+                    invocation.done.set()
+                    self._reply(202, b'{"status": "OK"}')
+                    return
+                self._reply(404, b'{"errorMessage": "unknown path"}')
+
+        return Handler

@@ -1,0 +1,144 @@
+"""The two-pane page in headless Chromium (Debian's ``chromium``, driven by Playwright), served by the local
+function under functions-framework exactly as ``make run`` serves it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from handler.bundle import MANIFEST
+from handler.config import DEFAULT_BUNDLE_DIR
+from tests.adapters.conftest import MAX_CHARS, function_env, start_functions_framework
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture
+def console(page: Any) -> list[str]:
+    """The page's console errors and uncaught exceptions."""
+    messages: list[str] = []
+    page.on("console", lambda message: messages.append(f"{message.type}: {message.text}"))
+    page.on("pageerror", lambda error: messages.append(f"pageerror: {error}"))
+    return messages
+
+
+def wait_for_output(page: Any) -> str:
+    # locator assertions, not wait_for_function: the page's Content-Security-Policy forbids eval, and stays on
+    expect(page.locator("#output")).to_have_text(re.compile(r"\S"), timeout=60_000)
+    return str(page.inner_text("#output"))
+
+
+def test_type_chinese_press_translate_see_output(
+    page: Any, console: list[str], functions_framework_url: str, tmp_path: Path
+) -> None:
+    page.goto(functions_framework_url + "/")
+    expect(page.locator("#model")).to_have_text(re.compile(r"^model \S+ · bundle [0-9a-f]{16}$"))
+    page.fill("#source", "你好，世界。今天天气很好。")
+    assert page.inner_text("#counter") == f"13 / {MAX_CHARS}"
+    page.click("#translate")
+    assert wait_for_output(page).strip()
+    assert re.fullmatch(r"Translated in [\d,]+ ms \(model [\d,]+ ms\)", page.inner_text("#elapsed"))
+    assert page.is_hidden("#error")
+    assert page.is_enabled("#copy")
+    screenshot = tmp_path / "page.png"
+    page.screenshot(path=str(screenshot), full_page=True)
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [m for m in console if m.startswith(("error", "pageerror"))], console  # CSP allows our script
+
+
+def test_ctrl_enter_translates(page: Any, functions_framework_url: str) -> None:
+    page.goto(functions_framework_url + "/")
+    page.fill("#source", "我们明天见。")
+    page.press("#source", "Control+Enter")
+    assert wait_for_output(page).strip()
+
+
+def test_too_long_input_warns_and_shows_the_server_error(page: Any, functions_framework_url: str) -> None:
+    page.goto(functions_framework_url + "/")
+    page.fill("#source", "你好。")
+    page.click("#translate")
+    wait_for_output(page)
+    # near the limit: a warning before the limit is reached
+    page.fill("#source", "好" * (MAX_CHARS - 5))
+    assert page.is_visible("#limit-warning") and "5 characters left" in page.inner_text("#limit-warning")
+    assert "near" in (page.get_attribute("#counter", "class") or "")
+    # over the limit: the warning names the limit and the variable, and the server's refusal is shown
+    page.fill("#source", "好" * (MAX_CHARS + 10))
+    warning = page.inner_text("#limit-warning")
+    assert f"10 characters over the limit of {MAX_CHARS}" in warning and "TRANSLATE_MAX_CHARS" in warning
+    page.click("#translate")
+    page.wait_for_selector("#error", state="visible", timeout=60_000)
+    error = page.inner_text("#error")
+    assert error.startswith("Error 413:") and "TRANSLATE_MAX_CHARS" in error
+    assert page.inner_text("#output") == ""  # the earlier text's translation is gone, the error is shown
+    assert page.is_disabled("#copy")
+
+
+def test_empty_input_is_explained(page: Any, functions_framework_url: str) -> None:
+    page.goto(functions_framework_url + "/")
+    page.click("#translate")
+    assert "Type or paste some Chinese text first" in page.inner_text("#error")
+
+
+def test_beam_selector_offers_one_to_eight(page: Any, functions_framework_url: str) -> None:
+    page.goto(functions_framework_url + "/")
+    values = [option.get_attribute("value") for option in page.locator("#beam option").all()]
+    assert values == [str(size) for size in range(1, 9)]
+    page.select_option("#beam", "1")
+    page.fill("#source", "谢谢。")
+    page.click("#translate")
+    assert wait_for_output(page).strip()
+
+
+@pytest.fixture(scope="module")
+def shipped_model_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not (DEFAULT_BUNDLE_DIR / MANIFEST).exists():
+        pytest.skip(f"the shipped bundle {DEFAULT_BUNDLE_DIR} is not built yet (no {MANIFEST})")
+    env = function_env(DEFAULT_BUNDLE_DIR, TRANSLATE_MAX_CHARS="20000", TRANSLATE_MAX_TEXTS="64")
+    server, url = start_functions_framework("translate_http", env, tmp_path_factory.mktemp("ff-shipped"))
+    yield url
+    server.stop()
+
+
+@pytest.mark.shipped_model
+def test_shipped_model_gives_english_in_the_page(page: Any, shipped_model_url: str) -> None:
+    page.goto(shipped_model_url + "/")
+    page.fill("#source", "你好，世界。")
+    page.click("#translate")
+    english = wait_for_output(page)
+    assert re.search(r"[A-Za-z]{2,}", english) and not CJK.search(english), english

@@ -1,0 +1,84 @@
+"""Quantization settings, and what quantization leaves in the bundle's graphs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+
+from build.onnx_graphs import export_graphs
+from build.quantize import DEFAULT_QUANTIZATION, QuantizationSettings
+from handler import bundle
+
+QUANTIZED_MATMULS = {"MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
+
+
+def test_default_preset_is_per_channel_reduced_range_with_int8_embeddings() -> None:
+    assert DEFAULT_QUANTIZATION == QuantizationSettings(
+        per_channel=True, reduce_range=True, weight_type="qint8", op_types=("MatMul", "Gather")
+    )
+    assert DEFAULT_QUANTIZATION.quantizes_embeddings
+    assert DEFAULT_QUANTIZATION.to_dict() == {
+        "per_channel": True,
+        "reduce_range": True,
+        "weight_type": "qint8",
+        "op_types": ["MatMul", "Gather"],
+        "method": "onnxruntime.quantization.quantize_dynamic",
+    }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"weight_type": "int4"}, r"weight_type must be one of qint8, quint8; got 'int4'"),
+        ({"op_types": ("MatMul", "Conv")}, r"op_types may hold only MatMul, Gather; got Conv"),
+        ({"op_types": ("Gather",)}, r"op_types must include MatMul"),
+        ({"op_types": ("MatMul", "MatMul")}, r"op_types lists an operator twice"),
+    ],
+)
+def test_invalid_settings_are_refused_with_the_allowed_values(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        QuantizationSettings(**kwargs)
+
+
+def _initializer_names(model: onnx.ModelProto) -> set[str]:
+    return {tensor.name for tensor in model.graph.initializer}
+
+
+def _count(model: onnx.ModelProto, op_types: set[str]) -> int:
+    return sum(node.op_type in op_types for node in model.graph.node)
+
+
+@pytest.mark.slow
+def test_every_weight_matmul_is_quantized_in_both_graphs(
+    tiny_marian_dir: Path, tiny_bundle_dir: Path, tmp_path: Path
+) -> None:
+    """The known optimum pitfall (a quantizer that silently quantizes nothing) cannot happen unnoticed."""
+    from build.export import load_checkpoint
+
+    fp32 = export_graphs(load_checkpoint(tiny_marian_dir).model, tmp_path)
+    for fp32_path, name in zip(fp32, (bundle.ENCODER_ONNX, bundle.DECODER_ONNX), strict=True):
+        reference = onnx.load(str(fp32_path))
+        weights = _initializer_names(reference)
+        weight_matmuls = sum(n.op_type == "MatMul" and n.input[1] in weights for n in reference.graph.node)
+        quantized = onnx.load(str(tiny_bundle_dir / name))
+        assert _count(quantized, QUANTIZED_MATMULS) == weight_matmuls > 0, name
+        int8_weights = _initializer_names(quantized)
+        left_fp32 = [n.name for n in quantized.graph.node if n.op_type == "MatMul" and n.input[1] in int8_weights]
+        assert left_fp32 == [], name
+        # the embedding table is stored as 8-bit integers
+        gathers = [n for n in quantized.graph.node if n.op_type == "Gather" and n.input[0] in int8_weights]
+        tables = {t.name: t for t in quantized.graph.initializer}
+        assert any(tables[n.input[0]].data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8) for n in gathers)
+
+
+@pytest.mark.slow
+def test_the_bundle_records_settings_and_is_under_half_the_fp32_size(tiny_bundle_dir: Path) -> None:
+    manifest = json.loads((tiny_bundle_dir / bundle.MANIFEST).read_text(encoding="utf-8"))
+    recorded = manifest["quantization"]
+    assert {k: recorded[k] for k in DEFAULT_QUANTIZATION.to_dict()} == DEFAULT_QUANTIZATION.to_dict()
+    assert recorded["int8_graph_bytes"] == sum(manifest["files"][n]["bytes"] for n in bundle.MODEL_FILES)
+    # tiny graphs carry fixed overhead (node names, shapes); the default model is ~27% of its FP32 size
+    assert recorded["int8_graph_bytes"] < 0.5 * recorded["fp32_graph_bytes"]

@@ -1,0 +1,154 @@
+"""Session-wide fixtures: a tiny random Marian checkpoint and the bundle ``build.export`` makes of it.
+
+Both are built from scratch in a few seconds (no download): the tokenizer is a small SentencePiece model
+trained on the shared dev set, the network a random ``MarianMTModel`` with the default model's structure
+(post-LN, swish, tied embeddings, pad = last id = decoder start, ``</s>`` = 0) but tiny dimensions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TINY_VOCAB_PIECES = 2_500  # the dev set has ~2,000 distinct Chinese characters; SentencePiece needs room for them
+TINY_SEED = 20261130
+
+
+def _shape_random_weights(model, sources: dict, pad: int) -> None:  # type: ignore[no-untyped-def]
+    """Turn a freshly initialised tiny Marian into one whose greedy outputs depend on the input and end.
+
+    With every weight drawn at the default scale (std 0.02) the next-token log-probabilities are nearly
+    flat (choices are near-ties) and every input gets the same output; ``</s>`` ends every output at once
+    or never. So, keeping the layers near-identity (std 0.02):
+
+    * token embeddings at std 0.1 and a separate output projection at std 0.3 make choices clear-cut;
+    * cross-attention value/output projections at std 0.3 make the output depend on the source;
+    * a linear probe fitted on the decoder's final hidden states along its own greedy outputs predicts the
+      step number (the sinusoidal position survives the near-identity layers); ``</s>``'s output row becomes
+      that probe and its bias the probe's offset, so ``</s>`` wins after about ``target_length`` tokens,
+      sooner or later depending on the input.
+    """
+    import torch
+
+    steps, target_length = 40, 15.0
+    with torch.no_grad():
+        model.model.shared.weight.mul_(0.1 / 0.02)
+        model.lm_head.weight.mul_(0.3 / 0.02)
+        for layer in model.model.decoder.layers:
+            layer.encoder_attn.v_proj.weight.mul_(0.3 / 0.02)
+            layer.encoder_attn.out_proj.weight.mul_(0.3 / 0.02)
+        decoded = torch.full((sources["input_ids"].shape[0], 1), pad, dtype=torch.long)
+        for _ in range(steps):
+            logits = model(**sources, decoder_input_ids=decoded).logits[:, -1]
+            logits[:, [0, pad]] = -torch.inf
+            decoded = torch.cat([decoded, logits.argmax(-1, keepdim=True)], dim=1)
+        hidden = model(**sources, decoder_input_ids=decoded[:, :steps], output_hidden_states=True)
+        hidden = hidden.decoder_hidden_states[-1].double()
+        rows = hidden.shape[0] * steps
+        features = torch.cat([hidden.reshape(rows, -1), torch.ones(rows, 1, dtype=torch.float64)], dim=1)
+        position = torch.arange(steps, dtype=torch.float64).repeat(hidden.shape[0])[:, None]
+        ridge = 1e-2 * torch.eye(features.shape[1], dtype=torch.float64)  # LayerNorm outputs are collinear
+        probe = torch.linalg.solve(features.T @ features + ridge, features.T @ position)[:, 0].float()
+        model.lm_head.weight[0] = probe[:-1]  # the </s> logit grows by about one per step
+        model.final_logits_bias[0, 0] = probe[-1] - target_length
+
+
+def build_tiny_marian(out_dir: Path, seed: int = TINY_SEED) -> Path:
+    """Write a random tiny MarianMTModel + MarianTokenizer files (an ordinary HF checkpoint) to ``out_dir``."""
+    import torch
+    from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer
+
+    from build import corpus, vocab
+
+    pairs = corpus.dev_pairs()
+    vocab.train_joint_sentencepiece([p.zh for p in pairs] + [p.en for p in pairs], out_dir, TINY_VOCAB_PIECES, seed=1)
+    vocab_size = vocab.marian_vocab_size(out_dir)
+    pad = vocab_size - 1
+    config = MarianConfig(
+        vocab_size=vocab_size,
+        decoder_vocab_size=vocab_size,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=128,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        activation_function="swish",
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+        # an output projection of its own, so that </s>'s output row can be set without touching the input
+        # embedding of the </s> that ends every source sentence (the default model ties the two)
+        tie_word_embeddings=False,
+        pad_token_id=pad,
+        eos_token_id=0,
+        decoder_start_token_id=pad,
+        forced_eos_token_id=0,
+    )
+    torch.manual_seed(seed)
+    model = MarianMTModel(config).eval()
+    tokenizer = MarianTokenizer.from_pretrained(str(out_dir))
+    sources = tokenizer([p.zh for p in pairs[:: len(pairs) // 16][:16]], padding=True, return_tensors="pt")
+    _shape_random_weights(model, dict(sources), pad)
+    model.generation_config = GenerationConfig(
+        decoder_start_token_id=pad,
+        eos_token_id=0,
+        pad_token_id=pad,
+        forced_eos_token_id=0,
+        bad_words_ids=[[pad]],
+        max_length=config.max_position_embeddings,
+        num_beams=4,
+    )
+    model.save_pretrained(out_dir)
+    return out_dir
+
+
+def _one_torch_thread() -> None:
+    """Tiny models gain nothing from threads, and on a busy 2-core machine two torch threads run ~10x slower."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def tiny_marian_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random tiny Marian checkpoint folder (config, safetensors weights, source/target.spm, vocab.json)."""
+    _one_torch_thread()
+    return build_tiny_marian(tmp_path_factory.mktemp("tiny-marian"))
+
+
+# Verification limits for the random tiny model. The FP32 checks stay as strict as for a trained model (the
+# graphs must compute the same function). The INT8 checks are looser: the tiny model's next-token choices
+# are closer calls than a trained model's, and its </s> output row is an outlier (the length probe), so
+# 8-bit weights flip more of them, and one flip changes the rest of a greedy output (repeating outputs
+# make that likely). Measured with the default quantization on an AVX2 CPU without VNNI: top-1 agreement
+# 93%, greedy exact match 30% (per-tensor weights: 53% and 5%). The limits catch a broken or badly chosen
+# quantization, not the last percent of fidelity.
+TINY_THRESHOLDS_KW = {
+    "fp32_max_abs_log_prob_diff": 1e-3,
+    "fp32_greedy_exact_match": 1.0,
+    "int8_top1_agreement": 0.75,
+    "int8_greedy_exact_match": 0.15,
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_thresholds():  # type: ignore[no-untyped-def]
+    from build.verify import VerifyThresholds
+
+    return VerifyThresholds(**TINY_THRESHOLDS_KW)
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle_dir(tiny_marian_dir: Path, tmp_path_factory: pytest.TempPathFactory, tiny_thresholds) -> Path:  # type: ignore[no-untyped-def]
+    """``tiny_marian_dir`` exported by ``build.export.export_bundle`` into a verified INT8 bundle."""
+    from build.export import export_bundle
+
+    out_dir = tmp_path_factory.mktemp("tiny-bundle") / "tiny"
+    export_bundle(tiny_marian_dir, out_dir, name="tiny", thresholds=tiny_thresholds)
+    return out_dir

@@ -1,0 +1,98 @@
+"""The cold-start entry point: cached per bundle, torch-free, and independent of a writable home folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from handler import runtime
+from handler.config import RuntimeConfig
+from handler.errors import BundleError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+TRANSLATE_IN_A_FRESH_PROCESS = """
+import json, sys
+from handler import runtime
+from handler.config import RuntimeConfig
+
+service = runtime.get_service(RuntimeConfig(bundle_dir=sys.argv[1], threads=1, beam_size=2))
+translation = service.translate("你好。今天天气很好，我们去公园散步吧。")
+heavy = sorted(name for name in sys.modules if name.split(".")[0] in ("torch", "transformers", "optimum"))
+print(json.dumps({"translation": translation, "heavy_modules": heavy, "report": runtime.cold_start_report()}))
+"""
+
+
+def run_fresh(bundle_dir: Path, home: str | None, cwd: Path) -> tuple[dict[str, object], str]:
+    env = {key: value for key, value in os.environ.items() if key not in ("HOME", "ORT_DISABLE_TELEMETRY")}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    if home is not None:
+        env["HOME"] = home
+    completed = subprocess.run(
+        [sys.executable, "-c", TRANSLATE_IN_A_FRESH_PROCESS, str(bundle_dir)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout.strip().splitlines()[-1]), completed.stderr
+
+
+def test_translating_never_imports_torch_or_transformers_and_writes_nothing(
+    tiny_bundle_dir: Path, tmp_path: Path
+) -> None:
+    # GIVEN an empty, writable home folder and working folder
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    # WHEN a fresh process imports the runtime, loads the bundle and translates
+    result, _ = run_fresh(tiny_bundle_dir, str(home), work)
+    # THEN it translated without torch, transformers or optimum, and wrote nothing to either folder
+    assert result["heavy_modules"] == []
+    assert isinstance(result["translation"], str) and result["translation"]
+    assert list(home.iterdir()) == [] and list(work.iterdir()) == []
+    report = result["report"]
+    assert isinstance(report, dict) and report["warm"] is True and report["error"] is None
+    assert report["import_s"] > 0 and report["load_s"] > 0 and report["warmup_s"] > 0
+
+
+@pytest.mark.parametrize("home", ["unwritable", "unset"])
+def test_a_read_only_or_missing_home_does_not_matter(tiny_bundle_dir: Path, tmp_path: Path, home: str) -> None:
+    # a home folder below a regular file can never be created, whoever runs the test (root included)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    result, stderr = run_fresh(tiny_bundle_dir, str(blocker / "home") if home == "unwritable" else None, tmp_path)
+    assert result["translation"]
+    assert "telemetry" not in stderr.lower() and "Failed to" not in stderr
+
+
+@pytest.fixture
+def fresh_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's runtime state, emptied for one test and restored afterwards."""
+    monkeypatch.setattr(runtime, "_services", {})
+    monkeypatch.setattr(runtime, "_report", {"warm": False, "load_s": None, "warmup_s": None, "error": None})
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_get_service_loads_once_per_bundle(tiny_bundle_dir: Path) -> None:
+    config = RuntimeConfig(bundle_dir=tiny_bundle_dir, threads=1, beam_size=2)
+    first = runtime.get_service(config)
+    assert runtime.get_service(config.with_overrides(beam_size=3)) is first  # the first configuration wins
+    report = runtime.cold_start_report()
+    assert report["warm"] is True and report["error"] is None
+    assert isinstance(report["process_to_import_s"], float) and report["process_to_import_s"] >= 0
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_a_missing_bundle_raises_and_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(BundleError, match="does not exist; build one with python -m build.export"):
+        runtime.get_service(RuntimeConfig(bundle_dir=tmp_path / "missing"))
+    assert "does not exist" in str(runtime.cold_start_report()["error"])

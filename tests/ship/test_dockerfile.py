@@ -1,0 +1,126 @@
+"""The Dockerfile and .dockerignore, checked without Docker: lint, stages, what each runtime image runs as."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.ship.dockerfile_model import DOCKERFILE, REPO_ROOT, Dockerfile, DockerIgnore, expand
+
+RUNTIME_TARGETS = ("lambda", "cloudrun")
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> Dockerfile:
+    return Dockerfile()
+
+
+def test_hadolint_passes() -> None:
+    hadolint = Path(sys.executable).with_name("hadolint")
+    result = subprocess.run([str(hadolint), str(DOCKERFILE)], capture_output=True, text=True)
+    assert result.returncode == 0, f"hadolint:\n{result.stdout}{result.stderr}"
+
+
+@pytest.mark.parametrize(
+    ("text", "variables", "expected"),
+    [
+        ("bundle${MODEL:+-export}", {"MODEL": ""}, "bundle"),
+        ("bundle${MODEL:+-export}", {"MODEL": "Helsinki-NLP/opus-mt-zh-en"}, "bundle-export"),
+        ("${PYTHON_IMAGE}", {"PYTHON_IMAGE": "python:3.11-slim"}, "python:3.11-slim"),
+        ("${X:-fallback}/$Y", {"Y": "y"}, "fallback/y"),
+    ],
+)
+def test_build_arg_expansion_follows_docker(text: str, variables: dict[str, str], expected: str) -> None:
+    assert expand(text, variables) == expected
+
+
+def test_bundle_comes_from_the_repository_unless_a_model_is_given() -> None:
+    committed = Dockerfile()
+    assert committed.stage("selected-bundle").base == "bundle"
+    copies = committed.stage("bundle").all("COPY")
+    assert [c.value for c in copies] == [("model_artifacts/default/", "/bundle/")]
+
+    exported = Dockerfile(build_args={"MODEL": "Helsinki-NLP/opus-mt-zh-en"})
+    assert exported.stage("selected-bundle").base == "bundle-export"
+    runs = " ".join(i.value[0] for i in exported.stage("bundle-export").all("RUN"))
+    assert 'python -m build.export --model "$MODEL" --out /bundle' in runs
+    assert "torch==2.13.0+cpu" in runs and "--index-url https://download.pytorch.org/whl/cpu" in runs
+
+
+@pytest.mark.parametrize("target", RUNTIME_TARGETS)
+def test_runtime_images_start_from_slim_python_and_run_as_non_root(dockerfile: Dockerfile, target: str) -> None:
+    chain = dockerfile.chain(target)
+    assert chain[0].base == "python:3.11-slim"
+    user = dockerfile.last(target, "USER")
+    assert user is not None and user.value[0] not in ("root", "0")
+    environment = dockerfile.env(target)
+    assert environment["HOME"] == "/tmp" and environment["XDG_CACHE_HOME"].startswith("/tmp/")
+    assert environment["PYTHONDONTWRITEBYTECODE"] == "1"
+    runs = [i.value[0] for i in dockerfile.instructions(target) if i.cmd == "RUN"]
+    assert any(r.startswith("python -m compileall") for r in runs), "bytecode is compiled at build time"
+    assert not [r for r in runs if "torch" in r or "transformers" in r]
+
+
+def _defined_functions(path: Path) -> set[str]:
+    return {node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.FunctionDef)}
+
+
+def test_lambda_image_runs_the_lambda_handler_through_the_runtime_interface_client(dockerfile: Dockerfile) -> None:
+    entrypoint, cmd = dockerfile.last("lambda", "ENTRYPOINT"), dockerfile.last("lambda", "CMD")
+    assert entrypoint is not None and cmd is not None
+    assert list(entrypoint.value) == ["python", "-m", "awslambdaric"]
+    module, function = cmd.value[0].rsplit(".", 1)
+    assert module == "handler.aws_lambda"
+    assert function in _defined_functions(REPO_ROOT / Path(*module.split(".")).with_suffix(".py"))
+
+
+def test_cloudrun_image_serves_main_py_with_functions_framework(dockerfile: Dockerfile) -> None:
+    cmd = dockerfile.last("cloudrun", "CMD")
+    assert cmd is not None and list(cmd.value) == ["functions-framework"]
+    environment = dockerfile.env("cloudrun")
+    assert environment["FUNCTION_SOURCE"] == "main.py" and environment["PORT"] == "8080"
+    assert environment["FUNCTION_TARGET"] in _defined_functions(REPO_ROOT / "handler" / "gcp.py")
+    main_source = (REPO_ROOT / "main.py").read_text()
+    assert "import translate_http, translate_storage_event" in main_source
+    assert "EXPOSE" in {i.cmd for i in dockerfile.instructions("cloudrun")}
+
+
+@pytest.mark.parametrize(
+    ("path", "excluded"),
+    [
+        (".venv/bin/python", True),
+        (".venv-run/lib/site.py", True),
+        (".train/data/train.tsv", True),
+        ("tests/conftest.py", True),
+        (".git/HEAD", True),
+        ("README.md", True),
+        ("handler/__pycache__/config.cpython-311.pyc", True),
+        ("handler/config.py", False),
+        ("handler/web/index.html", False),
+        ("main.py", False),
+        ("requirements/runtime-aws.txt", False),
+        ("model_artifacts/default/manifest.json", False),
+        ("build/export.py", False),
+    ],
+)
+def test_dockerignore_keeps_only_the_build_inputs(path: str, excluded: bool) -> None:
+    assert DockerIgnore.read().excluded(path) is excluded
+
+
+def test_every_copy_source_exists_in_the_build_context(dockerfile: Dockerfile) -> None:
+    ignore = DockerIgnore.read()
+    for stage in dockerfile.stages:
+        for copy in stage.all("COPY"):
+            if any(flag.startswith("--from=") for flag in copy.flags):
+                continue
+            for source in copy.value[:-1]:
+                if source == "model_artifacts/default/" and not (REPO_ROOT / source).exists():
+                    continue  # the default bundle is committed by the training issue
+                assert (REPO_ROOT / source).exists(), f"stage {stage.name}: COPY {source} is missing"
+                assert not ignore.excluded(source.rstrip("/")), f"stage {stage.name}: .dockerignore drops {source}"
+    install = dockerfile.stage("bundle-export").all("RUN")[0].value[0]
+    assert "pip install --require-hashes -r requirements/build.txt" in install

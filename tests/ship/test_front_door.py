@@ -1,0 +1,161 @@
+"""The front door: the Makefile's targets, .ci/run, the local server script behind `make run`, and the README."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from handler import config as runtime_config
+from tests.ship.dockerfile_model import REPO_ROOT
+
+MAKEFILE = REPO_ROOT / "Makefile"
+README = REPO_ROOT / "README.md"
+TARGETS = (
+    "run test lint model train eval bench image image-gcp deploy-aws deploy-gcp lock clean".split()
+)  # issue 5's list
+
+
+def _make(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO_ROOT), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **environ},
+        timeout=60,
+    )
+
+
+def test_makefile_has_every_documented_target() -> None:
+    rules = set(re.findall(r"^([A-Za-z][\w-]*):", MAKEFILE.read_text(), flags=re.MULTILINE))
+    assert set(TARGETS) <= rules, f"missing targets: {sorted(set(TARGETS) - rules)}"
+    help_text = _make("help").stdout
+    for target in TARGETS:
+        assert f"make {target}" in help_text or f"{target} " in help_text, f"`make help` does not mention {target}"
+
+
+def test_make_model_without_a_model_says_how_to_call_it() -> None:
+    result = _make("model")
+    assert result.returncode != 0
+    assert "usage: make model MODEL=<checkpoint folder or hub id>" in result.stdout
+
+
+def test_make_deploy_aws_prints_the_sam_commands_without_running_them() -> None:
+    result = _make("deploy-aws", INPUT_BUCKET="in-bucket", OUTPUT_BUCKET="out-bucket")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "sam build --template-file infra/aws/template.yaml" in lines
+    deploy = next(line for line in lines if line.startswith("sam deploy"))
+    assert "InputBucketName=in-bucket" in deploy and "OutputBucketName=out-bucket" in deploy
+
+
+def test_make_deploy_gcp_prints_the_gcloud_commands_without_running_them() -> None:
+    result = _make("deploy-gcp", GCP_PROJECT="p", INPUT_BUCKET="in-bucket", OUTPUT_BUCKET="out-bucket")
+    assert result.returncode == 0, result.stderr
+    deploys = [line for line in result.stdout.splitlines() if line.startswith("gcloud functions deploy")]
+    assert len(deploys) == 2
+
+
+def test_make_train_preloads_jemalloc_when_present(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"  # a stand-in environment whose python reports how it was started
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text('#!/bin/sh\necho "LD_PRELOAD=$LD_PRELOAD python $*"\n')
+    (venv / "bin" / "python").chmod(0o755)
+    (venv / ".installed-dev").touch()
+    jemalloc = tmp_path / "libjemalloc.so.2"
+    jemalloc.touch()
+    result = _make("train", f"VENV={venv}", f"JEMALLOC={jemalloc}", "TRAIN_ARGS=--finalize")
+    assert result.returncode == 0, result.stderr
+    assert f"LD_PRELOAD={jemalloc} python -m build.train --finalize" in result.stdout.splitlines()
+
+
+@pytest.fixture
+def fake_make(tmp_path: Path) -> Path:
+    """A `make` that logs its arguments and fails for `lint`."""
+    log = tmp_path / "make.log"
+    fake = tmp_path / "bin" / "make"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {log}\n[ "$1" != lint ]\n')
+    fake.chmod(0o755)
+    return fake
+
+
+def test_ci_runs_tests_and_lint_and_fails_when_either_fails(fake_make: Path) -> None:
+    result = subprocess.run(
+        ["bash", str(REPO_ROOT / ".ci" / "run")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{fake_make.parent}:{os.environ['PATH']}"},
+        stdin=subprocess.DEVNULL,
+    )
+    assert (fake_make.parent.parent / "make.log").read_text().splitlines() == ["test", "lint"]
+    assert result.returncode == 1
+    assert "::: make test passed" in result.stdout and "::: make lint FAILED" in result.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_local_run_script_serves_the_page_and_translates(tiny_bundle_dir: Path) -> None:
+    """`make run` = infra/local/run.sh in .venv-run; here in the test environment, with the tiny bundle."""
+    port = _free_port()
+    server = subprocess.Popen(
+        ["bash", str(REPO_ROOT / "infra" / "local" / "run.sh"), str(Path(sys.executable).parent.parent)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PORT": str(port), runtime_config.ENV_BUNDLE_DIR: str(tiny_bundle_dir)},
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}/"
+    output: list[str] = []
+    try:
+        assert server.stdout is not None
+        deadline = time.monotonic() + 180
+        for line in server.stdout:
+            output.append(line)
+            if line.startswith("ready in"):
+                break
+            assert time.monotonic() < deadline, "".join(output)
+        text = "".join(output)
+        assert f"starting the translation function on {base}" in text
+        assert re.search(r"cold start: import [\d.]+ s, load [\d.]+ s, warm-up [\d.]+ s", text), text
+        assert f"open {base}" in text
+
+        with urllib.request.urlopen(base, timeout=30) as page:
+            assert page.headers["Content-Type"].startswith("text/html")
+        request = urllib.request.Request(
+            base + "translate", data=json.dumps({"text": "你好"}).encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert json.load(response)["translation"].strip()
+    finally:
+        os.killpg(server.pid, signal.SIGINT)  # Ctrl+C
+        assert server.wait(timeout=30) is not None
+    with pytest.raises(OSError):
+        urllib.request.urlopen(base + "healthz", timeout=5)
+
+
+def test_readme_documents_every_setting_and_only_real_make_targets() -> None:
+    readme = README.read_text()
+    settings = {value for name, value in vars(runtime_config).items() if name.startswith("ENV_")}
+    missing = sorted(s for s in settings if f"`{s}`" not in readme)
+    assert not missing, f"README's configuration table lacks {missing}"
+    rules = set(re.findall(r"^([A-Za-z][\w-]*):", MAKEFILE.read_text(), flags=re.MULTILINE))
+    mentioned = set(re.findall(r"`make ([a-z][\w-]*)", readme)) | set(re.findall(r"^make ([a-z][\w-]*)", readme, re.M))
+    assert mentioned <= rules, f"README mentions make targets that do not exist: {sorted(mentioned - rules)}"
+    first_commands = re.findall(r"^make \w+", readme, flags=re.MULTILINE)[:2]
+    assert first_commands == ["make run", "make test"], "the two quick-start commands come first"

@@ -1,0 +1,274 @@
+"""Deployment templates, validated offline: the AWS SAM template (cfn-lint and its security-relevant facts) and
+the Google Cloud deployment (infra/gcp/deploy.sh's commands, staged source and settings)."""
+
+from __future__ import annotations
+
+import ast
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from handler import config as runtime_config
+from handler.config import RuntimeConfig
+from tests.ship.dockerfile_model import REPO_ROOT, Dockerfile
+
+TEMPLATE = REPO_ROOT / "infra" / "aws" / "template.yaml"
+GCP_DEPLOY = REPO_ROOT / "infra" / "gcp" / "deploy.sh"
+GCP_ENV = REPO_ROOT / "infra" / "gcp" / "env.yaml"
+
+ENV_VARS = {value for name, value in vars(runtime_config).items() if name.startswith("ENV_")}
+
+
+class _CloudFormationLoader(yaml.SafeLoader):
+    """YAML with CloudFormation's short forms (!Ref, !Sub, ...) read as {"Ref": ...} / {"Fn::Sub": ...}."""
+
+
+def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    name = suffix if suffix == "Ref" else f"Fn::{suffix}"
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        return {name: value.split(".", 1) if suffix == "GetAtt" else value}
+    if isinstance(node, yaml.SequenceNode):
+        return {name: loader.construct_sequence(node, deep=True)}
+    return {name: loader.construct_mapping(node, deep=True)}  # type: ignore[arg-type]
+
+
+_CloudFormationLoader.add_multi_constructor("!", _tag)
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return yaml.load(TEMPLATE.read_text(), Loader=_CloudFormationLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+@pytest.fixture(scope="module")
+def function(template: dict[str, Any]) -> dict[str, Any]:
+    functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Serverless::Function"]
+    assert len(functions) == 1
+    return functions[0]
+
+
+# ---- AWS --------------------------------------------------------------------------------------------------
+def test_cfn_lint_passes() -> None:
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("cfn-lint")), str(TEMPLATE)], capture_output=True, text=True, cwd=REPO_ROOT
+    )
+    assert result.returncode == 0, f"cfn-lint found problems:\n{result.stdout}{result.stderr}"
+
+
+def test_function_is_a_2048_mb_container_image_with_a_file_sized_timeout(
+    template: dict[str, Any], function: dict[str, Any]
+) -> None:
+    properties = function["Properties"]
+    assert properties["PackageType"] == "Image"
+    assert properties["MemorySize"] == 2048
+    timeout = properties["Timeout"]
+    assert timeout == {"Ref": "FunctionTimeoutSeconds"}
+    timeout_parameter = template["Parameters"]["FunctionTimeoutSeconds"]
+    assert 120 <= timeout_parameter["Default"] <= timeout_parameter["MaxValue"] <= 900
+    metadata = function["Metadata"]
+    assert (TEMPLATE.parent / metadata["DockerContext"] / metadata["Dockerfile"]).resolve() == REPO_ROOT / "Dockerfile"
+    assert Dockerfile().has_stage(metadata["DockerBuildTarget"])
+    assert metadata["DockerBuildTarget"] == "lambda"
+
+
+def test_https_endpoint_auth_is_a_parameter_defaulting_to_iam(
+    template: dict[str, Any], function: dict[str, Any]
+) -> None:
+    url = function["Properties"]["FunctionUrlConfig"]
+    assert url["AuthType"] == {"Ref": "FunctionUrlAuthType"}
+    parameter = template["Parameters"]["FunctionUrlAuthType"]
+    assert parameter["Default"] == "AWS_IAM" and set(parameter["AllowedValues"]) == {"AWS_IAM", "NONE"}
+    assert "TranslateUrl" in template["Outputs"]
+
+
+def test_uploads_to_the_input_bucket_trigger_the_function(template: dict[str, Any], function: dict[str, Any]) -> None:
+    events = list(function["Properties"]["Events"].values())
+    assert [e["Type"] for e in events] == ["S3"]
+    s3 = events[0]["Properties"]
+    assert s3["Bucket"] == {"Ref": "InputBucket"}
+    assert s3["Events"] == "s3:ObjectCreated:*"
+    assert s3["Filter"]["S3Key"]["Rules"] == [{"Name": "suffix", "Value": ".txt"}]
+    buckets = template["Resources"]
+    assert buckets["InputBucket"]["Properties"]["BucketName"] == {"Ref": "InputBucketName"}
+    assert buckets["OutputBucket"]["Properties"]["BucketName"] == {"Ref": "OutputBucketName"}
+
+
+def test_output_bucket_differs_from_the_input_bucket(template: dict[str, Any], function: dict[str, Any]) -> None:
+    environment = function["Properties"]["Environment"]["Variables"]
+    assert environment["TRANSLATE_OUTPUT_BUCKET"] == {"Ref": "OutputBucketName"}
+    assertion = template["Rules"]["SeparateBuckets"]["Assertions"][0]["Assert"]
+    assert assertion == {"Fn::Not": [{"Fn::Equals": [{"Ref": "InputBucketName"}, {"Ref": "OutputBucketName"}]}]}
+
+
+def _statements(function: dict[str, Any]) -> list[dict[str, Any]]:
+    policies = function["Properties"]["Policies"]
+    assert all(isinstance(p, dict) and "Statement" in p for p in policies), "only inline policies, no managed ones"
+    return [s for p in policies for s in p["Statement"]]
+
+
+def test_iam_reads_only_the_input_bucket_and_writes_only_the_output_bucket(function: dict[str, Any]) -> None:
+    grants: dict[str, set[str]] = {}
+    for statement in _statements(function):
+        assert statement["Effect"] == "Allow"
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        resource = statement["Resource"]["Fn::Sub"]
+        for action in actions:
+            assert "*" not in action, f"wildcard action {action}"
+            grants.setdefault(action, set()).add(resource)
+    assert grants == {
+        "s3:GetObject": {"arn:${AWS::Partition}:s3:::${InputBucketName}/*"},
+        "s3:PutObject": {"arn:${AWS::Partition}:s3:::${OutputBucketName}/*"},
+    }
+
+
+def test_every_runtime_setting_is_a_parameter_with_the_runtime_default(
+    template: dict[str, Any], function: dict[str, Any]
+) -> None:
+    environment = function["Properties"]["Environment"]["Variables"]
+    assert set(environment) == ENV_VARS, "the template's environment must list every TRANSLATE_* variable"
+    defaults = {}
+    for variable, value in environment.items():
+        if variable == runtime_config.ENV_OUTPUT_BUCKET:
+            continue
+        parameter = template["Parameters"][value["Ref"]]
+        assert variable in parameter["Description"]
+        defaults[variable] = str(parameter["Default"])
+    assert RuntimeConfig.from_env(defaults) == RuntimeConfig()
+
+
+# ---- Google Cloud -----------------------------------------------------------------------------------------
+def _deploy_print(**environ: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(GCP_DEPLOY), "print"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", **environ},
+    )
+
+
+@pytest.fixture(scope="module")
+def gcloud_commands() -> list[list[str]]:
+    result = _deploy_print(GCP_PROJECT="my-project", INPUT_BUCKET="uploads-in", OUTPUT_BUCKET="uploads-out")
+    assert result.returncode == 0, result.stderr
+    return [shlex.split(line) for line in result.stdout.splitlines() if line.startswith("gcloud ")]
+
+
+def _flags(command: list[str]) -> dict[str, list[str]]:
+    flags: dict[str, list[str]] = {}
+    for i, word in enumerate(command):
+        if word.startswith("--"):
+            value = command[i + 1] if i + 1 < len(command) and not command[i + 1].startswith("--") else ""
+            flags.setdefault(word, []).append(value)
+    return flags
+
+
+def _deploy(commands: list[list[str]], entry_point: str) -> dict[str, list[str]]:
+    deploys = [_flags(c) for c in commands if c[:3] == ["gcloud", "functions", "deploy"]]
+    matching = [d for d in deploys if d["--entry-point"] == [entry_point]]
+    assert len(matching) == 1, f"expected one deploy of {entry_point}"
+    return matching[0]
+
+
+def test_gcp_functions_have_2_gib_and_the_gcp_entry_points(gcloud_commands: list[list[str]]) -> None:
+    # main.py is the source the functions run; read its exports without importing it (that loads the model)
+    exported = next(
+        node.value
+        for node in ast.parse((REPO_ROOT / "main.py").read_text()).body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+    )
+    for entry_point in ("translate_http", "translate_storage_event"):
+        flags = _deploy(gcloud_commands, entry_point)
+        assert entry_point in ast.literal_eval(exported)
+        assert flags["--gen2"] == [""]
+        assert flags["--memory"] == ["2Gi"]
+        assert flags["--runtime"] == ["python311"]
+        assert flags["--service-account"] == ["zh-en-translate-fn@my-project.iam.gserviceaccount.com"]
+
+
+def test_gcp_http_trigger_is_private_unless_asked(gcloud_commands: list[list[str]]) -> None:
+    flags = _deploy(gcloud_commands, "translate_http")
+    assert "--trigger-http" in flags
+    assert "--no-allow-unauthenticated" in flags and "--allow-unauthenticated" not in flags
+    public = _deploy_print(GCP_PROJECT="p", INPUT_BUCKET="a-in", OUTPUT_BUCKET="a-out", ALLOW_UNAUTHENTICATED="1")
+    assert "--allow-unauthenticated" in public.stdout.split()
+
+
+def test_gcp_storage_trigger_finalize_on_input_bucket_output_elsewhere(gcloud_commands: list[list[str]]) -> None:
+    flags = _deploy(gcloud_commands, "translate_storage_event")
+    assert sorted(flags["--trigger-event-filters"]) == [
+        "bucket=uploads-in",
+        "type=google.cloud.storage.object.v1.finalized",
+    ]
+    add_binding = ["gcloud", "storage", "buckets", "add-iam-policy-binding"]
+    bindings = {c[4]: _flags(c)["--role"] for c in gcloud_commands if c[:4] == add_binding}
+    assert bindings == {
+        "gs://uploads-in": ["roles/storage.objectViewer"],  # read uploads
+        "gs://uploads-out": ["roles/storage.objectUser"],  # write (and replace) translations
+    }
+    environment_file = flags["--env-vars-file"][0]
+    assert environment_file.endswith("env-files.yaml")
+
+
+def test_gcp_deploy_refuses_one_bucket_for_input_and_output() -> None:
+    result = _deploy_print(GCP_PROJECT="p", INPUT_BUCKET="same", OUTPUT_BUCKET="same")
+    assert result.returncode == 2
+    assert "INPUT_BUCKET and OUTPUT_BUCKET must differ" in result.stderr
+
+
+def test_gcp_settings_are_runtime_variables_with_runtime_defaults() -> None:
+    settings = yaml.safe_load(GCP_ENV.read_text())
+    assert all(isinstance(v, str) for v in settings.values()), "env-vars-file values must be strings"
+    assert set(settings) == ENV_VARS - {runtime_config.ENV_BUNDLE_DIR, runtime_config.ENV_OUTPUT_BUCKET}
+    assert RuntimeConfig.from_env(settings) == RuntimeConfig()
+
+
+def test_gcp_staged_source_holds_the_cloudrun_image_files(tmp_path: Path, tiny_bundle_dir: Path) -> None:
+    # a copy of the repository's deployable parts, with a test bundle as model_artifacts/default
+    repo = tmp_path / "repo"
+    for part in ("main.py", "handler", "requirements", "infra"):
+        source = REPO_ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, repo / part)
+    shutil.copytree(tiny_bundle_dir, repo / "model_artifacts" / "default")
+
+    stage = tmp_path / "stage"
+    result = subprocess.run(
+        ["bash", str(repo / "infra" / "gcp" / "deploy.sh"), "stage", str(stage)],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "OUTPUT_BUCKET": "uploads-out"},
+    )
+    assert result.returncode == 0, result.stderr
+    source = stage / "source"
+    staged = {p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file()}
+    image = {
+        c.destination.relative_to(Dockerfile().workdir("cloudrun")).as_posix()
+        for c in Dockerfile().copies("cloudrun", overrides={"model_artifacts/default": tiny_bundle_dir})
+        if c.destination.is_relative_to(Dockerfile().workdir("cloudrun"))
+    }
+    assert staged == image | {"requirements.txt", ".gcloudignore"}
+    assert (source / "requirements.txt").read_bytes() == (REPO_ROOT / "requirements" / "runtime-gcp.txt").read_bytes()
+    files_env = yaml.safe_load((stage / "env-files.yaml").read_text())
+    assert files_env[runtime_config.ENV_OUTPUT_BUCKET] == "uploads-out"
+    assert runtime_config.ENV_OUTPUT_BUCKET not in yaml.safe_load((stage / "env-http.yaml").read_text())
+
+
+def test_gcp_stage_without_a_bundle_says_how_to_build_one(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO_ROOT / "infra", repo / "infra")
+    result = subprocess.run(
+        ["bash", str(repo / "infra" / "gcp" / "deploy.sh"), "stage", str(tmp_path / "stage")],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert "no bundle in model_artifacts/default (build one: make model" in result.stderr
