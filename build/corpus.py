@@ -9,9 +9,9 @@ from __future__ import annotations
 import gzip
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 CORPUS_DIR_ENV = "TRANSLATE_CORPUS_DIR"
 TRAIN_FILE = "train.zh-en.tsv.gz"

@@ -61,12 +61,10 @@ def translate_all(bundle_dir: Path, sources: list[str], beam_size: int, threads:
     return out, time.perf_counter() - began
 
 
-def evaluate_bundle(
-    bundle_dir: Path, pairs: list[corpus.Pair], beam_size: int, threads: int = 2
-) -> dict[str, object]:
+def evaluate_bundle(bundle_dir: Path, pairs: list[corpus.Pair], beam_size: int, threads: int = 2) -> dict[str, object]:
     hypotheses, seconds = translate_all(bundle_dir, [p.zh for p in pairs], beam_size, threads)
     by_source: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
-    for pair, hypothesis in zip(pairs, hypotheses):
+    for pair, hypothesis in zip(pairs, hypotheses, strict=False):
         by_source[pair.source][0].append(hypothesis)
         by_source[pair.source][1].append(pair.en)
     overall = score(hypotheses, [p.en for p in pairs])
@@ -75,17 +73,32 @@ def evaluate_bundle(
         "beam_size": beam_size,
         "seconds": round(seconds, 1),
         "by_source": {name: score(h, r).as_dict() for name, (h, r) in sorted(by_source.items())},
-        "samples": [{"zh": p.zh, "reference": p.en, "output": h} for p, h in list(zip(pairs, hypotheses))[:8]],
+        "samples": [
+            {"zh": p.zh, "reference": p.en, "output": h} for p, h in list(zip(pairs, hypotheses, strict=False))[:8]
+        ],
     }
 
 
-def fp32_bundle(checkpoint: str, work: Path) -> Path:
-    """Export ``checkpoint`` without quantization into ``work`` (verified against PyTorch like any export)."""
-    from build.export import export_bundle
-    from build.quantize import NO_QUANTIZATION
+def fp32_bundle(checkpoint: str, int8_bundle: Path, work: Path) -> Path:
+    """A bundle like ``int8_bundle`` but with the checkpoint's FP32 graphs (the export's pre-quantization step).
+
+    The graphs are the same ones ``build.export`` verifies against PyTorch before quantizing; the tokenizer
+    files and model spec are the INT8 bundle's, so the two are scored through identical runtime code.
+    """
+    import shutil
+
+    from build.export import load_checkpoint
+    from build.onnx_graphs import export_graphs
 
     out = work / "fp32"
-    export_bundle(checkpoint, out, name="fp32-reference", quantization=NO_QUANTIZATION)
+    export_graphs(load_checkpoint(checkpoint).model, out)
+    manifest = bundle.Manifest.from_dict(json.loads((int8_bundle / bundle.MANIFEST).read_text(encoding="utf-8")))
+    for name in bundle.TOKENIZER_FILES:
+        shutil.copyfile(int8_bundle / name, out / name)
+    manifest.name = f"{manifest.name}-fp32"
+    manifest.quantization = {"method": "none (FP32 reference)"}
+    manifest.files = {name: bundle.file_entry(out / name) for name in bundle.MODEL_FILES + bundle.TOKENIZER_FILES}
+    (out / bundle.MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
     return out
 
 
@@ -125,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"INT8 {args.bundle}: BLEU {int8['bleu']} chrF++ {int8['chrf++']} ({int8['seconds']} s)", flush=True)
     if args.fp32_from:
         with tempfile.TemporaryDirectory() as work:
-            fp32 = evaluate_bundle(fp32_bundle(args.fp32_from, Path(work)), pairs, args.beam_size, args.threads)
+            reference = fp32_bundle(args.fp32_from, args.bundle, Path(work))
+            fp32 = evaluate_bundle(reference, pairs, args.beam_size, args.threads)
         results["fp32"] = fp32
         results["int8_minus_fp32_bleu"] = round(float(int8["bleu"]) - float(fp32["bleu"]), 2)  # type: ignore[arg-type]
         print(f"FP32 ONNX: BLEU {fp32['bleu']} chrF++ {fp32['chrf++']} ({fp32['seconds']} s)", flush=True)

@@ -19,11 +19,12 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from build import verify
 from build.quantize import DEFAULT_QUANTIZATION, QuantizationSettings, quantize_graph
@@ -190,6 +191,7 @@ def export_bundle(
     chosen_normalization = _normalization(normalization, checkpoint)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    staging.chmod(0o755)  # mkdtemp makes it 0700: the runtime image reads it as a non-root user
     try:
         with tempfile.TemporaryDirectory(prefix="fp32-graphs-") as scratch:
             from build.onnx_graphs import export_graphs
@@ -225,7 +227,7 @@ def export_bundle(
             model=spec,
             files={entry.name: bundle.file_entry(entry) for entry in sorted(staging.iterdir())},
             normalization=chosen_normalization,
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             quantization={
                 **quantization.to_dict(),
                 "fp32_graph_bytes": fp32_bytes,

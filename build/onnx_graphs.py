@@ -101,7 +101,8 @@ class _SelfAttention(nn.Module):
 
     def projected(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         query = _split_heads(self.q(x) * self.scaling, self.heads, self.head_dim)
-        return query, _split_heads(self.k(x), self.heads, self.head_dim), _split_heads(self.v(x), self.heads, self.head_dim)
+        key = _split_heads(self.k(x), self.heads, self.head_dim)
+        return query, key, _split_heads(self.v(x), self.heads, self.head_dim)
 
 
 class _EncoderLayer(nn.Module):
@@ -198,7 +199,7 @@ class EncoderGraph(nn.Module):
         for layer in self.layers:
             x = layer(x, bias)
         outputs: list[torch.Tensor] = []
-        for key, value in zip(self.cross_k, self.cross_v):
+        for key, value in zip(self.cross_k, self.cross_v, strict=True):
             outputs.append(_split_heads(key(x), self.heads, self.head_dim))
             outputs.append(_split_heads(value(x), self.heads, self.head_dim))
         return tuple(outputs)

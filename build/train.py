@@ -251,7 +251,7 @@ def greedy_bleu(model, tokenizer_dir: Path, pairs: list[corpus.Pair], batch_size
                 do_sample=False,
                 max_new_tokens=min(256, 2 * width + 10),
             )
-            for i, row in zip(chunk, out.tolist()):
+            for i, row in zip(chunk, out.tolist(), strict=False):
                 by_index[i] = processor.decode([t for t in row if t not in (0, pad)])
     model.train()
     hypotheses = [by_index[i] for i in range(len(pairs))]
@@ -274,7 +274,11 @@ def save_tracked_checkpoint(model, tokenizer_dir: Path, trainer_state: dict) -> 
     TRACKED_CHECKPOINT_DIR.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
     # tied tensors share storage; safetensors wants each stored once
-    weights = {k: v for k, v in weights.items() if k not in ("lm_head.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight")}
+    weights = {
+        k: v
+        for k, v in weights.items()
+        if k not in ("lm_head.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight")
+    }
     tmp = TRACKED_CHECKPOINT_DIR / (TRACKED_WEIGHTS + ".tmp")
     save_file(weights, str(tmp))
     os.replace(tmp, TRACKED_CHECKPOINT_DIR / TRACKED_WEIGHTS)
@@ -318,7 +322,10 @@ def train(config: TrainConfig, work: Path, hours: float, fresh: bool) -> None:
         state = saved["state"]
         torch.set_rng_state(saved["torch_rng"])
         random.setstate(saved["python_rng"])
-        log(f"resumed exactly from {state_file} at step {state['step']} (epoch {state['epoch']}, batch {state['batch']})")
+        log(
+            f"resumed exactly from {state_file} at step {state['step']} "
+            f"(epoch {state['epoch']}, batch {state['batch']})"
+        )
     elif (TRACKED_CHECKPOINT_DIR / TRACKED_WEIGHTS).exists() and not fresh:
         load_weights(model, load_file(str(TRACKED_CHECKPOINT_DIR / TRACKED_WEIGHTS)))
         state = json.loads((TRACKED_CHECKPOINT_DIR / TRACKED_STATE).read_text())
@@ -346,7 +353,14 @@ def train(config: TrainConfig, work: Path, hours: float, fresh: bool) -> None:
         )
         avg_dir = work / "average"
         avg_dir.mkdir(exist_ok=True)
-        save_file({k: v.contiguous() for k, v in model.state_dict().items() if k not in ("lm_head.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight")}, str(avg_dir / f"step-{state['step']:07d}.safetensors"))
+        save_file(
+            {
+                k: v.contiguous()
+                for k, v in model.state_dict().items()
+                if k not in ("lm_head.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight")
+            },
+            str(avg_dir / f"step-{state['step']:07d}.safetensors"),
+        )
         save_tracked_checkpoint(model, tokenizer_dir, state)
         log(f"checkpoint ({reason}) at step {state['step']}")
 
@@ -374,7 +388,10 @@ def train(config: TrainConfig, work: Path, hours: float, fresh: bool) -> None:
             labels = tensors.pop("labels")
             logits = model(**tensors).logits
             loss = F.cross_entropy(
-                logits.view(-1, logits.size(-1)), labels.view(-1), ignore_index=-100, label_smoothing=config.label_smoothing
+                logits.view(-1, logits.size(-1)),
+                labels.view(-1),
+                ignore_index=-100,
+                label_smoothing=config.label_smoothing,
             )
             (loss / config.accumulate).backward()
             real = int((labels != -100).sum()) + int(tensors["attention_mask"].sum())
@@ -399,13 +416,22 @@ def train(config: TrainConfig, work: Path, hours: float, fresh: bool) -> None:
         done = time.time() >= deadline or stop_file.exists() or stopping["signal"]
         if time.time() - last_eval >= config.eval_minutes * 60 or done:
             scores = greedy_bleu(model, tokenizer_dir, dev)
-            state["evals"].append({"step": state["step"], "train_hours": round(state["train_seconds"] / 3600, 3), **scores})
-            log(f"dev (first {len(dev)}, greedy) at step {state['step']}: BLEU {scores['bleu']} chrF++ {scores['chrf++']}")
+            state["evals"].append(
+                {"step": state["step"], "train_hours": round(state["train_seconds"] / 3600, 3), **scores}
+            )
+            log(
+                f"dev (first {len(dev)}, greedy) at step {state['step']}: "
+                f"BLEU {scores['bleu']} chrF++ {scores['chrf++']}"
+            )
             last_eval = time.time()
             window_start = time.time()  # evaluation time is not training throughput
             best = max(e["bleu"] for e in state["evals"])
             recent = state["evals"][-config.plateau_patience :]
-            if len(state["evals"]) > config.plateau_patience and max(e["bleu"] for e in recent) < best + 0.3 and best not in [e["bleu"] for e in recent]:
+            if (
+                len(state["evals"]) > config.plateau_patience
+                and max(e["bleu"] for e in recent) < best + 0.3
+                and best not in [e["bleu"] for e in recent]
+            ):
                 log("dev BLEU has plateaued; stopping")
                 done = True
         if time.time() - last_checkpoint >= config.checkpoint_minutes * 60 or done:
@@ -452,8 +478,7 @@ def finalize(config: TrainConfig, work: Path, out: Path, average_last: int) -> P
         "evals": state.get("evals", []),
         "config": dataclasses.asdict(config),
         "data": {
-            name: {"pairs": count, "licence": corpus.ALLOWED_SOURCES[name].licence}
-            for name, count in sources.items()
+            name: {"pairs": count, "licence": corpus.ALLOWED_SOURCES[name].licence} for name, count in sources.items()
         },
     }
     (out / "training.json").write_text(json.dumps(training, indent=2))

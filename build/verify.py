@@ -60,14 +60,17 @@ class VerifyThresholds:
     """The limits ``check`` enforces (defaults suit a trained model; see ``tests/conftest.py`` for a random one).
 
     FP32 graphs compute the same function as PyTorch in a different operation order: their log-probabilities
-    differ by float32 rounding only (~1e-5 on a trained 77M-parameter Marian), so anything near 1e-3 means a
-    real difference. INT8 weights change the numbers themselves; the figures measured on our models are in the
-    report of ``build.quantize``.
+    differ by float32 rounding only (measured: 8e-6 on a partly trained model of the default shape, 3e-5 on
+    the tests' tiny random model), so anything near 1e-3 is a real difference. INT8 weights change the
+    numbers themselves: with the default quantization that partly trained model measured 99.6% top-1
+    agreement and 95% greedy exact match (see ``build.quantize``). The INT8 limits leave room for models
+    whose choices are closer calls: they catch a broken quantization (wrong scales, widespread saturation),
+    not the last percent of fidelity, which the manifest records for people to compare.
     """
 
     fp32_max_abs_log_prob_diff: float = 1e-3
     fp32_greedy_exact_match: float = 1.0
-    int8_top1_agreement: float = 0.90
+    int8_top1_agreement: float = 0.95
     int8_greedy_exact_match: float = 0.50
 
     def __post_init__(self) -> None:
@@ -109,7 +112,9 @@ class SourceBatch:
 
     @classmethod
     def encode(cls, tokenizer: Any, sentences: tuple[str, ...] | list[str], max_positions: int) -> SourceBatch:
-        encoded = tokenizer(list(sentences), padding=True, truncation=True, max_length=max_positions, return_tensors="np")
+        encoded = tokenizer(
+            list(sentences), padding=True, truncation=True, max_length=max_positions, return_tensors="np"
+        )
         return cls(encoded["input_ids"].astype(np.int64), encoded["attention_mask"].astype(np.int64))
 
 
@@ -119,7 +124,10 @@ def _max_new_tokens(spec: ModelSpec, requested: int) -> int:
 
 
 def pytorch_greedy(model: Any, batch: SourceBatch, spec: ModelSpec, max_new_tokens: int) -> list[list[int]]:
-    """``model.generate(num_beams=1, do_sample=False)`` with OPUS-MT's settings; ids after the start token, before ``</s>``."""
+    """``model.generate(num_beams=1, do_sample=False)`` with OPUS-MT's settings.
+
+    Returns the ids after the decoder start token and before ``</s>``, as ``handler.decoding`` does.
+    """
     import torch
     from transformers import GenerationConfig
 

@@ -7,9 +7,10 @@ constant here (and documented in the README); a bad value raises ``Configuration
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from handler.errors import ConfigurationError
 

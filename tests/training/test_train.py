@@ -12,7 +12,9 @@ torch = pytest.importorskip("torch")
 
 from build import train  # noqa: E402
 
-TINY_SHAPE = train.ModelShape(d_model=16, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=32, max_positions=64)
+TINY_SHAPE = train.ModelShape(
+    d_model=16, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=32, max_positions=64
+)
 
 
 def _write_ids(path: Path, pairs: int, vocab_size: int, seed: int = 0) -> None:
@@ -34,8 +36,8 @@ def test_every_pair_is_batched_once_per_epoch_under_the_budget_in_a_reproducible
         cost = (batches.src_len[batch] + batches.tgt_len[batch]).max() * len(batch)
         assert cost <= 120 or len(batch) == 1
     again = train.TokenBatches(tmp_path / "ids.npz", batch_tokens=120, seed=7).epoch(0)
-    assert all(np.array_equal(a, b) for a, b in zip(epoch, again))
-    assert not all(np.array_equal(a, b) for a, b in zip(epoch, batches.epoch(1)))
+    assert all(np.array_equal(a, b) for a, b in zip(epoch, again, strict=False))
+    assert not all(np.array_equal(a, b) for a, b in zip(epoch, batches.epoch(1), strict=False))
 
 
 def test_batch_tensors_shift_targets_behind_the_decoder_start_token(tmp_path: Path) -> None:
