@@ -50,11 +50,13 @@ help:
 
 # ---- environments -------------------------------------------------------------------------------------------
 $(DEV_STAMP): requirements/dev.txt
+	@echo "installing requirements/dev.txt into $(VENV) (a few minutes the first time)"
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet $(PIP_INSTALL_ARGS) --require-hashes -r requirements/dev.txt
 	@touch $@
 
 $(RUN_STAMP): requirements/runtime-gcp.txt
+	@echo "installing requirements/runtime-gcp.txt into $(RUN_VENV) (a minute or two the first time)"
 	@test -x $(RUN_VENV)/bin/python || $(PYTHON) -m venv $(RUN_VENV)
 	$(RUN_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements/runtime-gcp.txt
 	@touch $@
@@ -148,6 +150,7 @@ deploy-gcp:
 # ---- maintenance --------------------------------------------------------------------------------------------
 # The runtime images install runtime-aws.txt / runtime-gcp.txt; .venv installs dev.txt; the Dockerfile's export
 # stage installs build.txt. Regenerate after editing any requirements/*.in (pins already in a .txt are kept).
+# Slow (tens of minutes): pip-tools reads PyPI's release metadata of every package to collect all hashes.
 lock: $(LOCK_STAMP)
 	$(PIP_COMPILE) --output-file requirements/runtime-aws.txt requirements/aws.in
 	$(PIP_COMPILE) --output-file requirements/runtime-gcp.txt requirements/gcp.in

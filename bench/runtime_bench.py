@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BENCH_DIR = REPO_ROOT / ".bench" / "runtime"
-CHECKPOINT_DIR = BENCH_DIR / "checkpoint"
-BUNDLE_DIR = BENCH_DIR / "bundle"
+BENCH_DIR = REPO_ROOT / ".bench" / "runtime"  # holds checkpoint/ and bundle/, built once
+CHECKPOINT = "checkpoint"
+BUNDLE = "bundle"
 
 FORCED_TOKENS = 40
 BATCH_SIZES = (1, 16)
@@ -110,26 +110,27 @@ def build_checkpoint(out_dir: Path) -> None:
     model.save_pretrained(out_dir)
 
 
-def build_bundle(rebuild: bool) -> dict[str, Any]:
+def build_bundle(work_dir: Path, rebuild: bool) -> dict[str, Any]:
     from handler import bundle
 
-    if rebuild or not (CHECKPOINT_DIR / "config.json").is_file():
-        print(f"building the random checkpoint in {CHECKPOINT_DIR}", flush=True)
-        build_checkpoint(CHECKPOINT_DIR)
-    if rebuild or not (BUNDLE_DIR / bundle.MANIFEST).is_file():
+    checkpoint_dir, bundle_dir = work_dir / CHECKPOINT, work_dir / BUNDLE
+    if rebuild or not (checkpoint_dir / "config.json").is_file():
+        print(f"building the random checkpoint in {checkpoint_dir}", flush=True)
+        build_checkpoint(checkpoint_dir)
+    if rebuild or not (bundle_dir / bundle.MANIFEST).is_file():
         from build.export import export_bundle
         from build.verify import VerifyThresholds
 
-        print(f"exporting the bundle to {BUNDLE_DIR}", flush=True)
+        print(f"exporting the bundle to {bundle_dir}", flush=True)
         export_bundle(
-            CHECKPOINT_DIR,
-            BUNDLE_DIR,
+            checkpoint_dir,
+            bundle_dir,
             name="bench-random-opus-mt-zh-en-size",
             force=True,
             thresholds=VerifyThresholds(**RANDOM_MODEL_THRESHOLDS),
             progress=lambda message: print(f"  {message}", flush=True),
         )
-    manifest = json.loads((BUNDLE_DIR / bundle.MANIFEST).read_text(encoding="utf-8"))
+    manifest = json.loads((bundle_dir / bundle.MANIFEST).read_text(encoding="utf-8"))
     return dict(manifest["quantization"]) | {"verification": manifest["verification"]["figures"]}
 
 
@@ -150,7 +151,7 @@ def _timed(function: Any, repeats: int) -> float:
     return statistics.median(times)
 
 
-def measure_runtime(threads: int, spinning: bool, repeats: int) -> dict[str, Any]:
+def measure_runtime(work_dir: Path, threads: int, spinning: bool, repeats: int) -> dict[str, Any]:
     """This runtime: cold start through ``handler.runtime``, then forced-length decoding."""
     began = time.perf_counter()
     from handler import runtime
@@ -159,7 +160,7 @@ def measure_runtime(threads: int, spinning: bool, repeats: int) -> dict[str, Any
     from handler.decoding import beam_search, greedy_search
 
     imported = time.perf_counter()
-    config = RuntimeConfig(bundle_dir=BUNDLE_DIR, threads=threads, thread_spinning=spinning, beam_size=BEAM_SIZE)
+    config = RuntimeConfig(bundle_dir=work_dir / BUNDLE, threads=threads, thread_spinning=spinning, beam_size=BEAM_SIZE)
     service = runtime.get_service(config)
     ready = time.perf_counter()
     loaded = service.model
@@ -187,11 +188,44 @@ def measure_runtime(threads: int, spinning: bool, repeats: int) -> dict[str, Any
         lambda: beam_search(loaded.model, ids, mask, steps, beam_size=BEAM_SIZE, min_new_tokens=steps), repeats
     )
     result["translate_s"] = _timed(lambda: service.translate_many(sentences[:4]), 1)
+    result.update(measure_finished_rows(loaded, encoded, repeats))
     result["peak_rss_mb"] = _peak_rss_mb()
     return result
 
 
-def measure_transformers(threads: int, repeats: int) -> dict[str, Any]:
+def measure_finished_rows(loaded: Any, encoded: list[list[int]], repeats: int) -> dict[str, float]:
+    """What to do with rows that have finished: keep computing them (masking) or drop them from the batch.
+
+    After 20 steps of a 16-row batch, half the rows finish: masking keeps stepping 16 rows, dropping steps 8 rows
+    after a one-off copy of the kept rows' caches.
+    """
+    import numpy as np
+
+    from handler.batching import pad_batch
+
+    model = loaded.model
+    ids, mask = pad_batch(encoded[:16], loaded.spec.pad_id)
+    cross = model.encode(ids, mask)
+    past = model.empty_past(16)
+    tokens = np.full((16, 1), loaded.spec.decoder_start_id, dtype=np.int64)
+    for _ in range(20):
+        log_probs, past = model.step(tokens, mask, past, cross)
+        log_probs[:, loaded.spec.eos_id] = -np.inf
+        tokens = log_probs.argmax(axis=1)[:, None]
+    keep = np.arange(0, 16, 2)
+
+    def drop() -> tuple[list[Any], list[Any]]:
+        return [array[keep] for array in past], [array[keep] for array in cross]
+
+    kept_past, kept_cross = drop()
+    return {
+        "step16_ms": 1000 * _timed(lambda: model.step(tokens, mask, past, cross), repeats * 3),
+        "step8_ms": 1000 * _timed(lambda: model.step(tokens[keep], mask[keep], kept_past, kept_cross), repeats * 3),
+        "drop_copy_ms": 1000 * _timed(drop, repeats * 3),
+    }
+
+
+def measure_transformers(work_dir: Path, threads: int, repeats: int) -> dict[str, Any]:
     """transformers FP32 ``generate`` on the same checkpoint, the same sentences and the same forced length."""
     began = time.perf_counter()
     import torch
@@ -199,8 +233,8 @@ def measure_transformers(threads: int, repeats: int) -> dict[str, Any]:
 
     imported = time.perf_counter()
     torch.set_num_threads(threads)
-    model = MarianMTModel.from_pretrained(str(CHECKPOINT_DIR)).eval()
-    tokenizer = MarianTokenizer.from_pretrained(str(CHECKPOINT_DIR))
+    model = MarianMTModel.from_pretrained(str(work_dir / CHECKPOINT)).eval()
+    tokenizer = MarianTokenizer.from_pretrained(str(work_dir / CHECKPOINT))
     loaded = time.perf_counter()
     sentences = bench_sentences()
     settings = {
@@ -286,6 +320,10 @@ def report(sizes: dict[str, Any], engines: dict[str, dict[str, Any]], threads: i
         f"{_verdict(ours['peak_rss_mb'] <= TARGETS['peak_rss_mb'])}; transformers: {reference['peak_rss_mb']:.0f} MB",
         f"cold start: runtime {ours['cold_start_s']:.2f} s vs transformers {reference['cold_start_s']:.2f} s",
     ]
+    lines.append(
+        f"finished rows: a step of 16 rows {ours['step16_ms']:.1f} ms (masking) vs 8 rows {ours['step8_ms']:.1f} ms "
+        f"after a one-off {ours['drop_copy_ms']:.1f} ms copy (dropping, what the runtime does)"
+    )
     spinning = engines["runtime (spinning on)"]
     faster = "off" if ours["batch1_tokens_per_s"] >= spinning["batch1_tokens_per_s"] else "on"
     lines.append(
@@ -302,18 +340,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads for every engine (default 2)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement; the median counts")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached checkpoint and bundle")
+    parser.add_argument(
+        "--work-dir", type=Path, default=BENCH_DIR, help=f"where checkpoint/ and bundle/ are kept (default {BENCH_DIR})"
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         engine, *rest = args.child
         if engine == "runtime":
-            figures = measure_runtime(args.threads, rest == ["spinning"], args.repeats)
+            figures = measure_runtime(args.work_dir, args.threads, rest == ["spinning"], args.repeats)
         else:
-            figures = measure_transformers(args.threads, args.repeats)
+            figures = measure_transformers(args.work_dir, args.threads, args.repeats)
         print(json.dumps(figures))
         return 0
-    sizes = build_bundle(args.rebuild)
-    common = ["--threads", str(args.threads), "--repeats", str(args.repeats)]
+    sizes = build_bundle(args.work_dir, args.rebuild)
+    common = ["--threads", str(args.threads), "--repeats", str(args.repeats), "--work-dir", str(args.work_dir)]
     engines: dict[str, dict[str, Any]] = {}
     for name, child in (
         ("runtime (spinning off)", ["runtime"]),

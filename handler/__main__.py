@@ -8,7 +8,6 @@ standard library's HTTP server.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -78,7 +77,6 @@ def translate_command(args: argparse.Namespace) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from handler import runtime
     from handler.http_api import HttpApi
     from handler.local_server import make_server
     from handler.startup import start
@@ -87,7 +85,6 @@ def serve_command(args: argparse.Namespace) -> int:
     startup = start(RuntimeConfig.from_env(bundle_dir=args.bundle))
     server = make_server(HttpApi(startup), args.host, args.port)
     host, port = args.host, server.server_address[1]
-    print(f"cold start: {json.dumps(runtime.cold_start_report())}", file=sys.stderr)
     if startup.error is not None:
         print(f"the translator is unavailable (answers 503): {startup.error}", file=sys.stderr)
     print(f"serving on http://{host}:{port}/  (Ctrl+C stops)", file=sys.stderr, flush=True)

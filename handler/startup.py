@@ -8,7 +8,9 @@ file events) with the loader's message, which names the file and the fix.
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -76,7 +78,14 @@ def start(config: RuntimeConfig | None = None, environ: Mapping[str, str] | None
         wrapped = ModelUnavailableError(f"the model failed to load: {type(error).__name__}: {error}")
         return Startup(config, None, wrapped, time.perf_counter() - began)
     elapsed = time.perf_counter() - began
-    logger.info("translator ready in %.2f s: %s", elapsed, service.info())
+    info = service.info()
+    # one line on stderr, which every platform keeps in its logs (Lambda, Cloud Functions, a terminal)
+    print(
+        f"translator ready: model {info.get('model')} bundle {info.get('bundle_hash')}, "
+        f"cold start {json.dumps(runtime.cold_start_report())}",
+        file=sys.stderr,
+        flush=True,
+    )
     return Startup(config, service, None, elapsed)
 
 

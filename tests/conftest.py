@@ -2,7 +2,8 @@
 
 Both are built from scratch in a few seconds (no download): the tokenizer is a small SentencePiece model
 trained on the shared dev set, the network a random ``MarianMTModel`` with the default model's structure
-(post-LN, swish, tied embeddings, pad = last id = decoder start, ``</s>`` = 0) but tiny dimensions.
+(post-LN, swish, shared encoder/decoder embeddings, pad = last id = decoder start, ``</s>`` = 0) but tiny
+dimensions and an output projection of its own (see ``_shape_random_weights``).
 """
 
 from __future__ import annotations

@@ -9,14 +9,12 @@ VENV="${1:-.venv-run}"
 HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-8080}"
 URL="http://$HOST:$PORT/"
+[[ -x "$VENV/bin/functions-framework" ]] || { echo "run.sh: no $VENV/bin/functions-framework (make run installs it)" >&2; exit 2; }
 
 echo "starting the translation function on $URL (loading and warming the model)..."
-"$VENV/bin/functions-framework" --source main.py --target translate_http --host "$HOST" --port "$PORT" &
-server=$!
-trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' INT TERM EXIT
-
-# Wait for GET /healthz, then print what it says about the cold start.
-"$VENV/bin/python" - "$URL" "$server" <<'PY'
+# A watcher in the background waits for GET /healthz and prints what it says about the cold start; the server
+# then replaces this shell (same process id, which the watcher follows), so Ctrl+C reaches it directly.
+"$VENV/bin/python" - "$URL" "$$" <<'PY' &
 import json, os, sys, time, urllib.error, urllib.request
 
 url, server = sys.argv[1], int(sys.argv[2])
@@ -25,10 +23,13 @@ while True:
     try:
         os.kill(server, 0)
     except ProcessLookupError:
-        sys.exit("the function did not start (its error is above)")
+        sys.exit(0)  # the server stopped; its error is on the terminal already
     try:
         with urllib.request.urlopen(url + "healthz", timeout=5) as response:
             health = json.load(response)
+        break
+    except urllib.error.HTTPError as error:  # 503: running, but the model could not load
+        health = json.load(error)
         break
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         if time.monotonic() - started > 300:
@@ -47,11 +48,14 @@ def find(data, key):
     return None
 
 
-parts = [f"{label} {find(health, key):.2f} s" for key, label in
-         (("import_s", "import"), ("load_s", "load"), ("warmup_s", "warm-up")) if isinstance(find(health, key), (int, float))]
-model = find(health, "model")
-print(f"model: {model}" if model else "model: (not reported)")
-print("cold start: " + (", ".join(parts) if parts else json.dumps(health)))
-print(f"ready in {time.monotonic() - started:.1f} s: open {url} (API: POST {url}translate, health: GET {url}healthz); Ctrl+C stops")
+timings = (("import_s", "import"), ("load_s", "load"), ("warmup_s", "warm-up"))
+parts = [f"{label} {find(health, key):.2f} s" for key, label in timings if isinstance(find(health, key), (int, float))]
+if health.get("warm") is False:
+    print(f"the function is up but the model is not: {json.dumps(health.get('error', health))}", flush=True)
+else:
+    print(f"model: {find(health, 'model')} (bundle {find(health, 'bundle_hash')})", flush=True)
+print("cold start: " + (", ".join(parts) if parts else json.dumps(health)), flush=True)
+print(f"ready in {time.monotonic() - started:.1f} s: open {url} (API: POST {url}translate, health: GET {url}healthz); "
+      "Ctrl+C stops", flush=True)
 PY
-wait "$server"
+exec "$VENV/bin/functions-framework" --source main.py --target translate_http --host "$HOST" --port "$PORT"

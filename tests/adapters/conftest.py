@@ -416,7 +416,7 @@ HTTP_ADAPTERS = ("functions_framework", "local_server", API_GATEWAY_V1, API_GATE
 
 
 @pytest.fixture(scope="session")
-def http_clients(request: pytest.FixtureRequest) -> dict[str, Any]:
+def http_clients() -> dict[str, Any]:
     """Built lazily, so a test that needs one adapter starts only that one's servers."""
     return {}
 
@@ -439,9 +439,3 @@ def client(request: pytest.FixtureRequest, http_clients: dict[str, Any]) -> Http
     if name not in http_clients:
         http_clients[name] = build_client(name, request)
     return http_clients[name]
-
-
-# TEMPORARY-DEV-OVERRIDE (remove before handing in)
-@pytest.fixture(scope="session")
-def tiny_bundle_dir() -> Path:
-    return Path("/tmp/adapters-dev/tiny")

@@ -11,7 +11,7 @@ import pytest
 
 from handler.file_translation import translate_text
 from handler.startup import Startup
-from tests.adapters.conftest import REPO_ROOT, subprocess_env
+from tests.adapters.conftest import REPO_ROOT, RealHttpClient, ServerProcess, free_port, subprocess_env
 
 pytestmark = pytest.mark.slow
 
@@ -84,3 +84,17 @@ def test_a_broken_bundle_is_reported(broken_bundle_dir: Path, adapter_env: dict[
     result = run_cli(["translate", "--bundle", str(broken_bundle_dir), "-"], adapter_env, stdin=SHORT.encode())
     assert result.returncode == 1
     assert b"encoder.onnx" in result.stderr and b"Traceback" not in result.stderr
+
+
+def test_serve_answers_on_the_given_port(adapter_env: dict[str, str], tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "handler", "serve", "--port", str(port)]
+    server = ServerProcess(command, subprocess_env(adapter_env), tmp_path / "serve.log")
+    try:
+        server.wait_http(f"http://127.0.0.1:{port}")
+        health = RealHttpClient("serve", f"http://127.0.0.1:{port}").call("GET", "/healthz")
+        assert health.status == 200 and health.json()["warm"] is True
+        log = server.log()
+        assert f"serving on http://127.0.0.1:{port}/" in log and "translator ready: model" in log
+    finally:
+        server.stop()

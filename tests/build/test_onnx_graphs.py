@@ -83,9 +83,9 @@ def test_first_step_takes_a_zero_length_past_and_returns_length_one(
     spec = checkpoint.spec
     batch = verify.SourceBatch.encode(checkpoint.tokenizer, SENTENCES[:2], spec.max_positions)
     cross = fp32_model.encode(batch.input_ids, batch.attention_mask)
-    assert [array.shape for array in cross] == [
-        (2, spec.attention_heads, batch.input_ids.shape[1], spec.head_dim)
-    ] * (2 * spec.decoder_layers)
+    assert [array.shape for array in cross] == [(2, spec.attention_heads, batch.input_ids.shape[1], spec.head_dim)] * (
+        2 * spec.decoder_layers
+    )
     past = fp32_model.empty_past(2)
     assert past[0].shape == (2, spec.attention_heads, 0, spec.head_dim)
     start = np.full((2, 1), spec.decoder_start_id, dtype=np.int64)
@@ -127,14 +127,20 @@ def test_projections_are_matmuls_on_initializers_and_embeddings_are_gathers(
         with_weight = [n for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
         assert len(with_weight) == expected_matmuls[name], name
         assert not [n for n in model.graph.node if n.op_type == "Gemm"], name
+        table = [config.vocab_size, config.d_model]
         embedding = [
-            n for n in model.graph.node
-            if n.op_type == "Gather" and n.input[0] in weights and list(weights[n.input[0]].dims) == [config.vocab_size, config.d_model]
+            n
+            for n in model.graph.node
+            if n.op_type == "Gather" and n.input[0] in weights and list(weights[n.input[0]].dims) == table
         ]
         assert len(embedding) == 1, name
+    decoder_weights = _initializers(decoder.graph)
     lm_head = [
-        n for n in decoder.graph.node
-        if n.op_type == "MatMul" and list(_initializers(decoder.graph).get(n.input[1], onnx.TensorProto()).dims) == [config.d_model, config.vocab_size]
+        n
+        for n in decoder.graph.node
+        if n.op_type == "MatMul"
+        and n.input[1] in decoder_weights
+        and list(decoder_weights[n.input[1]].dims) == [config.d_model, config.vocab_size]
     ]
     assert len(lm_head) == 1
 

@@ -25,6 +25,7 @@ def test_default_preset_is_per_channel_reduced_range_with_int8_embeddings() -> N
         "reduce_range": True,
         "weight_type": "qint8",
         "op_types": ["MatMul", "Gather"],
+        "share_tied_embedding": True,
         "method": "onnxruntime.quantization.quantize_dynamic",
     }
 
@@ -36,6 +37,7 @@ def test_default_preset_is_per_channel_reduced_range_with_int8_embeddings() -> N
         ({"op_types": ("MatMul", "Conv")}, r"op_types may hold only MatMul, Gather; got Conv"),
         ({"op_types": ("Gather",)}, r"op_types must include MatMul"),
         ({"op_types": ("MatMul", "MatMul")}, r"op_types lists an operator twice"),
+        ({"op_types": ("MatMul",)}, r"share_tied_embedding needs Gather in op_types"),
     ],
 )
 def test_invalid_settings_are_refused_with_the_allowed_values(kwargs: dict, message: str) -> None:
@@ -82,3 +84,46 @@ def test_the_bundle_records_settings_and_is_under_half_the_fp32_size(tiny_bundle
     assert recorded["int8_graph_bytes"] == sum(manifest["files"][n]["bytes"] for n in bundle.MODEL_FILES)
     # tiny graphs carry fixed overhead (node names, shapes); the default model is ~27% of its FP32 size
     assert recorded["int8_graph_bytes"] < 0.5 * recorded["fp32_graph_bytes"]
+
+
+@pytest.mark.slow
+def test_a_tied_embedding_is_stored_once_in_the_decoder_and_computes_the_same(
+    tiny_marian_dir: Path, tmp_path: Path
+) -> None:
+    import numpy as np
+    import torch
+
+    from build import verify
+    from build.export import load_checkpoint
+    from build.quantize import find_tied_embedding, quantize_graph
+    from handler.onnx_model import OnnxMarian
+
+    checkpoint = load_checkpoint(tiny_marian_dir)
+    model = checkpoint.model
+    with torch.no_grad():  # the fixture's output projection is its own; tie it as in OPUS-MT and our model
+        model.lm_head.weight = model.model.shared.weight
+    encoder, decoder = export_graphs(model, tmp_path / "fp32")
+    assert find_tied_embedding(decoder) == ("embed_tokens", "lm_head_t")
+    assert find_tied_embedding(encoder) is None  # the encoder has no output projection
+    shared = quantize_graph(decoder, tmp_path / "shared" / bundle.DECODER_ONNX, DEFAULT_QUANTIZATION)
+    unshared_settings = QuantizationSettings(share_tied_embedding=False)
+    twice = quantize_graph(decoder, tmp_path / "twice" / bundle.DECODER_ONNX, unshared_settings)
+
+    graph = onnx.load(str(shared))
+    vocab, d_model = model.config.vocab_size, model.config.d_model
+    tables = [t.name for t in graph.graph.initializer if list(t.dims) in ([vocab, d_model], [d_model, vocab])]
+    assert tables == ["lm_head_t_quantized"]
+    assert twice.stat().st_size - shared.stat().st_size > 0.95 * vocab * d_model  # one INT8 copy fewer
+
+    encoder_int8 = quantize_graph(encoder, tmp_path / "shared" / bundle.ENCODER_ONNX, DEFAULT_QUANTIZATION)
+    batch = verify.SourceBatch.encode(checkpoint.tokenizer, verify.VERIFY_SENTENCES[:6], checkpoint.spec.max_positions)
+    decoder_inputs = np.random.default_rng(1).integers(2, vocab - 1, size=(6, 10))
+    decoder_inputs[:, 0] = checkpoint.spec.decoder_start_id
+    reference = verify.pytorch_log_probs(model, batch, decoder_inputs)
+    with_shared = verify.onnx_log_probs(OnnxMarian(encoder_int8, shared, checkpoint.spec), batch, decoder_inputs)
+    with_twice = verify.onnx_log_probs(OnnxMarian(encoder_int8, twice, checkpoint.spec), batch, decoder_inputs)
+    # the shared lookup is as close to FP32 as the separate INT8 table (per-row scales vs one per-tensor scale)
+    shared_error = np.abs(with_shared - reference).mean()
+    twice_error = np.abs(with_twice - reference).mean()
+    assert shared_error < 1.5 * twice_error
+    assert (with_shared.argmax(-1) == reference.argmax(-1)).mean() > 0.9

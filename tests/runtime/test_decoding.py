@@ -70,6 +70,7 @@ def looping_batch(rows: int = 2) -> tuple[np.ndarray, np.ndarray]:
 # --- greedy ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_greedy_equals_transformers_generate(
     tiny_checkpoint: Any, tiny_fp32_model: OnnxMarian, source_batch: Any
 ) -> None:
@@ -83,6 +84,7 @@ def test_greedy_equals_transformers_generate(
     assert MAX_NEW_TOKENS - 1 in lengths and min(lengths) < MAX_NEW_TOKENS - 1
 
 
+@pytest.mark.slow
 def test_greedy_with_guard_equals_transformers_no_repeat_ngram(
     tiny_checkpoint: Any, tiny_fp32_model: OnnxMarian, source_batch: Any
 ) -> None:
@@ -123,6 +125,7 @@ def test_max_new_tokens_counts_the_end_token(tiny_fp32_model: OnnxMarian, source
 # --- beam search ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("beam_size", "length_penalty"), [(2, 1.0), (3, 1.0), (4, 1.0), (4, 0.6), (3, 2.0), (2, 0.0)])
 def test_beam_search_equals_transformers_generate(
     tiny_checkpoint: Any, tiny_fp32_model: OnnxMarian, source_batch: Any, beam_size: int, length_penalty: float
@@ -141,6 +144,7 @@ def test_beam_search_equals_transformers_generate(
     assert ours == reference
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beam_size", [2, 4])
 def test_beam_search_with_guard_equals_transformers_no_repeat_ngram(
     tiny_checkpoint: Any, tiny_fp32_model: OnnxMarian, source_batch: Any, beam_size: int

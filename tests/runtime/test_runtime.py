@@ -46,6 +46,7 @@ def run_fresh(bundle_dir: Path, home: str | None, cwd: Path) -> tuple[dict[str, 
     return json.loads(completed.stdout.strip().splitlines()[-1]), completed.stderr
 
 
+@pytest.mark.slow
 def test_translating_never_imports_torch_or_transformers_and_writes_nothing(
     tiny_bundle_dir: Path, tmp_path: Path
 ) -> None:
@@ -64,6 +65,7 @@ def test_translating_never_imports_torch_or_transformers_and_writes_nothing(
     assert report["import_s"] > 0 and report["load_s"] > 0 and report["warmup_s"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("home", ["unwritable", "unset"])
 def test_a_read_only_or_missing_home_does_not_matter(tiny_bundle_dir: Path, tmp_path: Path, home: str) -> None:
     # a home folder below a regular file can never be created, whoever runs the test (root included)

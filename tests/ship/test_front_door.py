@@ -119,6 +119,7 @@ def test_local_run_script_serves_the_page_and_translates(tiny_bundle_dir: Path) 
         text=True,
         env={**os.environ, "PORT": str(port), runtime_config.ENV_BUNDLE_DIR: str(tiny_bundle_dir)},
         start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal, whatever started us
     )
     base = f"http://127.0.0.1:{port}/"
     output: list[str] = []

@@ -232,6 +232,7 @@ def test_gcp_settings_are_runtime_variables_with_runtime_defaults() -> None:
 def test_gcp_staged_source_holds_the_cloudrun_image_files(tmp_path: Path, tiny_bundle_dir: Path) -> None:
     # a copy of the repository's deployable parts, with a test bundle as model_artifacts/default
     repo = tmp_path / "repo"
+    repo.mkdir()
     for part in ("main.py", "handler", "requirements", "infra"):
         source = REPO_ROOT / part
         if source.is_dir():
