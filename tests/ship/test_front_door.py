@@ -145,7 +145,12 @@ def test_local_run_script_serves_the_page_and_translates(tiny_bundle_dir: Path) 
             assert json.load(response)["translation"].strip()
     finally:
         os.killpg(server.pid, signal.SIGINT)  # Ctrl+C
-        assert server.wait(timeout=30) is not None
+        try:  # gunicorn kills a worker that has not stopped after its 30 s graceful timeout
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+            pytest.fail("the local server did not stop within 60 s of Ctrl+C")
     with pytest.raises(OSError):
         urllib.request.urlopen(base + "healthz", timeout=5)
 
