@@ -145,8 +145,10 @@ def test_local_run_script_serves_the_page_and_translates(tiny_bundle_dir: Path) 
             assert json.load(response)["translation"].strip()
     finally:
         os.killpg(server.pid, signal.SIGINT)  # Ctrl+C
+        began = time.monotonic()
         try:  # gunicorn kills a worker that has not stopped after its 30 s graceful timeout
             server.wait(timeout=60)
+            print(f"the local server stopped {time.monotonic() - began:.1f} s after Ctrl+C")
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
