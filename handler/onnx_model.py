@@ -11,11 +11,20 @@ ONNX Runtime (1.29 and later) starts a telemetry uploader on Linux that writes a
 ``$HOME/.cache/Microsoft`` and sends events over the network. A function has neither a writable home nor a
 reason to phone home, so importing this module sets ``ORT_DISABLE_TELEMETRY=1`` (unless the environment
 already sets it) before onnxruntime is imported: nothing is written and nothing is sent.
+
+ONNX Runtime's intra-op threads do not survive ``fork()``: a forked child (a gunicorn worker, which is how
+functions-framework serves, with the model loaded in the master at import) would run every session on one thread
+and hang for tens of seconds at exit, destroying a thread pool whose threads are gone. So the sessions are closed
+just before a fork (in the forking thread, while their threads are alive), reopened and warmed in the child right
+after it, and reopened in the parent on its next use. Forking while another thread is running the model is not
+supported (no Python program can fork safely then).
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,6 +64,24 @@ def _layer_names(layers: int, key: Callable[[int], str], value: Callable[[int], 
     return names
 
 
+_open_models: weakref.WeakSet[OnnxMarian] = weakref.WeakSet()
+
+
+def _close_before_fork() -> None:
+    for model in list(_open_models):
+        model.close()
+
+
+def _reopen_in_child() -> None:
+    for model in list(_open_models):
+        model._open_lock = threading.Lock()  # a lock another parent thread held is never released in the child
+        model.open(warm_up=True)
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; the parent's models reopen on their next use
+    os.register_at_fork(before=_close_before_fork, after_in_child=_reopen_in_child)
+
+
 class OnnxMarian:
     """A Marian encoder-decoder as two ONNX Runtime sessions: ``encode`` once per batch, ``step`` per token."""
 
@@ -76,17 +103,51 @@ class OnnxMarian:
         self._past_names = _layer_names(layers, bundle.past_key, bundle.past_value)
         self._present_names = _layer_names(layers, bundle.present_key, bundle.present_value)
         self._decoder_outputs = [bundle.LOG_PROBS, *self._present_names]
-        self.encoder = self._open(Path(encoder_path), options)
-        self.decoder = self._open(Path(decoder_path), options)
+        self._encoder_path, self._decoder_path, self._options = Path(encoder_path), Path(decoder_path), options
+        self._encoder: ort.InferenceSession | None = None
+        self._decoder: ort.InferenceSession | None = None
+        self._open_lock = threading.Lock()
+        self.open()
         self._check_names(
-            Path(encoder_path), self.encoder, [bundle.INPUT_IDS, bundle.ATTENTION_MASK], self._cross_names
+            self._encoder_path, self.encoder, [bundle.INPUT_IDS, bundle.ATTENTION_MASK], self._cross_names
         )
         self._check_names(
-            Path(decoder_path),
+            self._decoder_path,
             self.decoder,
             [bundle.INPUT_IDS, bundle.ENCODER_ATTENTION_MASK, *self._past_names, *self._cross_names],
             self._decoder_outputs,
         )
+        _open_models.add(self)
+
+    def open(self, *, warm_up: bool = False) -> None:
+        """Create both sessions if they are closed (``warm_up``: then run one tiny step through them)."""
+        with self._open_lock:
+            if self._encoder is not None and self._decoder is not None:
+                return
+            self._encoder = self._open(self._encoder_path, self._options)
+            self._decoder = self._open(self._decoder_path, self._options)
+        if warm_up:
+            ids = np.array([[self.spec.eos_id]], dtype=np.int64)
+            start = np.array([[self.spec.decoder_start_id]], dtype=np.int64)
+            self.step(start, np.ones_like(ids), self.empty_past(1), self.encode(ids, np.ones_like(ids)))
+
+    def close(self) -> None:
+        """Destroy both sessions and their threads; the next use (or ``open``) creates them again."""
+        self._encoder = self._decoder = None
+
+    @property
+    def encoder(self) -> ort.InferenceSession:
+        if self._encoder is None:
+            self.open()
+        assert self._encoder is not None
+        return self._encoder
+
+    @property
+    def decoder(self) -> ort.InferenceSession:
+        if self._decoder is None:
+            self.open()
+        assert self._decoder is not None
+        return self._decoder
 
     @staticmethod
     def _open(path: Path, options: ort.SessionOptions) -> ort.InferenceSession:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -9,6 +14,8 @@ import pytest
 
 from handler.loader import LoadedModel
 from handler.onnx_model import OnnxMarian, session_options
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_encode_and_step_shapes_follow_the_contract(tiny_loaded: LoadedModel, source_batch: Any) -> None:
@@ -55,3 +62,57 @@ def test_session_options_reject_zero_threads() -> None:
     with pytest.raises(ValueError, match="threads must be at least 1; got 0"):
         session_options(0, spinning=False)
     assert session_options(2, spinning=True).get_session_config_entry("session.intra_op.allow_spinning") == "1"
+
+
+FORK_PROBE = r"""
+import json, os, sys, time
+from pathlib import Path
+import numpy as np
+from handler.config import RuntimeConfig
+from handler.loader import load_model
+
+loaded = load_model(RuntimeConfig(bundle_dir=Path(sys.argv[1]), threads=2))
+model, spec = loaded.model, loaded.spec
+
+def threads_while_translating():
+    ids = np.array([[5, 6, 7, spec.eos_id]], dtype=np.int64)
+    cross = model.encode(ids, np.ones_like(ids))
+    model.step(np.array([[spec.decoder_start_id]]), np.ones_like(ids), model.empty_past(1), cross)
+    return len(os.listdir("/proc/self/task"))
+
+read_end, write_end = os.pipe()
+pid = os.fork()
+if pid == 0:  # a gunicorn worker, say: translate, report, then exit the normal way (destructors run)
+    os.close(read_end)
+    os.write(write_end, str(threads_while_translating()).encode())
+    os.close(write_end)
+    sys.exit(0)
+os.close(write_end)
+child_threads = int(os.read(read_end, 64) or b"0")
+began = time.monotonic()
+while os.waitpid(pid, os.WNOHANG) == (0, 0):
+    if time.monotonic() - began > 20:
+        os.kill(pid, 9)
+        break
+    time.sleep(0.05)
+print(json.dumps({"child_threads": child_threads, "child_exit_s": time.monotonic() - began,
+                  "parent_threads": threads_while_translating()}))
+"""
+
+
+def test_a_forked_child_runs_the_model_on_its_own_threads_and_exits_promptly(tiny_bundle_dir: Path) -> None:
+    # ONNX Runtime's pool threads do not survive fork(): without reopening, the child computes on one thread and
+    # hangs for tens of seconds at exit destroying the pool it inherited
+    completed = subprocess.run(
+        [sys.executable, "-c", FORK_PROBE, str(tiny_bundle_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        check=True,
+    )
+    figures = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert figures["child_threads"] >= 2, figures  # the calling thread plus ONNX Runtime's intra-op thread
+    assert figures["child_exit_s"] < 10, figures
+    assert figures["parent_threads"] >= 2, figures  # the parent reopened its sessions on their next use

@@ -65,6 +65,21 @@ def test_learning_rate_warms_up_linearly_then_decays_with_the_inverse_square_roo
     assert train.learning_rate(config, 411, 400) == pytest.approx(train.learning_rate(config, 411, None))
 
 
+def test_bf16_autocast_only_where_the_cpu_computes_bfloat16_natively(tmp_path: Path) -> None:
+    zen4 = tmp_path / "zen4"
+    zen4.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni\n")
+    avx2 = tmp_path / "avx2"
+    avx2.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n")
+    assert train.cpu_has_native_bf16(zen4) and not train.cpu_has_native_bf16(avx2)
+    assert not train.cpu_has_native_bf16(tmp_path / "missing")
+    assert train.use_bf16_autocast("auto", native_bf16=True)
+    assert not train.use_bf16_autocast("auto", native_bf16=False)
+    assert train.use_bf16_autocast("bf16", native_bf16=False)
+    assert not train.use_bf16_autocast("fp32", native_bf16=True)
+    with pytest.raises(ValueError, match="precision must be one of auto, bf16, fp32; got 'fp16'"):
+        train.use_bf16_autocast("fp16", native_bf16=True)
+
+
 @pytest.mark.slow
 def test_training_checkpoints_resume_exactly_and_from_the_small_tracked_copy(
     tmp_path: Path, tiny_marian_dir: Path, monkeypatch: pytest.MonkeyPatch
