@@ -40,17 +40,7 @@ FORCED_TOKENS = 40
 BATCH_SIZES = (1, 16)
 BEAM_SIZE = 4
 SPM_PIECES = 4_000  # what the dev set supports; the remaining ids up to 65,000 are filler entries
-OPUS_MT_ZH_EN_SHAPE = {
-    "vocab_size": 65_001,
-    "d_model": 512,
-    "encoder_layers": 6,
-    "decoder_layers": 6,
-    "encoder_attention_heads": 8,
-    "decoder_attention_heads": 8,
-    "encoder_ffn_dim": 2_048,
-    "decoder_ffn_dim": 2_048,
-    "max_position_embeddings": 512,
-}
+OPUS_MT_ZH_EN_VOCAB = 65_001
 # A random model's next-token distributions are nearly flat, so near-ties flip between PyTorch and ONNX (and
 # between FP32 and INT8) and change the rest of a greedy output: only the log-probability difference says
 # whether the graphs compute the same function; the other figures are recorded, not enforced.
@@ -75,39 +65,23 @@ def bench_sentences(count: int = 16) -> list[str]:
 
 
 def build_checkpoint(out_dir: Path) -> None:
-    import torch
-    from transformers import GenerationConfig, MarianConfig, MarianMTModel
-
     from build import corpus, vocab
+    from build.marian import ModelShape, marian_config, new_model
 
     pairs = corpus.dev_pairs()
     vocab.train_joint_sentencepiece([p.zh for p in pairs] + [p.en for p in pairs], out_dir, SPM_PIECES, seed=1)
     vocab_path = out_dir / vocab.VOCAB_JSON
     entries: dict[str, int] = json.loads(vocab_path.read_text(encoding="utf-8"))
-    pad = OPUS_MT_ZH_EN_SHAPE["vocab_size"] - 1
+    pad = OPUS_MT_ZH_EN_VOCAB - 1
     del entries[vocab.PAD]
     for filler in range(len(entries), pad):
         entries[f"<filler_{filler}>"] = filler
     entries[vocab.PAD] = pad
     vocab_path.write_text(json.dumps(entries, ensure_ascii=False, indent=0), encoding="utf-8")
-    config = MarianConfig(
-        **OPUS_MT_ZH_EN_SHAPE,
-        decoder_vocab_size=OPUS_MT_ZH_EN_SHAPE["vocab_size"],
-        activation_function="swish",
-        scale_embedding=True,
-        share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True,
-        pad_token_id=pad,
-        eos_token_id=0,
-        decoder_start_token_id=pad,
-        forced_eos_token_id=0,
+    opus_mt_zh_en = ModelShape(
+        d_model=512, encoder_layers=6, decoder_layers=6, attention_heads=8, ffn_dim=2_048, max_positions=512
     )
-    torch.manual_seed(0)
-    model = MarianMTModel(config).eval()
-    model.generation_config = GenerationConfig(
-        decoder_start_token_id=pad, eos_token_id=0, pad_token_id=pad, forced_eos_token_id=0, bad_words_ids=[[pad]]
-    )
-    model.save_pretrained(out_dir)
+    new_model(marian_config(OPUS_MT_ZH_EN_VOCAB, opus_mt_zh_en), seed=0).eval().save_pretrained(out_dir)
 
 
 def build_bundle(work_dir: Path, rebuild: bool) -> dict[str, Any]:

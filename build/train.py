@@ -35,24 +35,12 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from build import corpus, vocab
+from build.marian import ModelShape, marian_config, new_model
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TRACKED_CHECKPOINT_DIR = REPO_ROOT / "model_artifacts" / "training-checkpoint"
 TRACKED_WEIGHTS = "model.fp16.safetensors"
 TRACKED_STATE = "trainer_state.json"
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """A Marian shape for CPU training and 1–2 vCPU inference: deep encoder, shallow decoder, tied embeddings."""
-
-    d_model: int = 256
-    encoder_layers: int = 6
-    decoder_layers: int = 3
-    attention_heads: int = 4
-    ffn_dim: int = 1024
-    dropout: float = 0.1
-    max_positions: int = 512
 
 
 @dataclass(frozen=True)
@@ -182,45 +170,7 @@ class TokenBatches:
 
 # ---------------------------------------------------------------------------------------------- model
 def build_model(config: TrainConfig, vocab_size: int):  # type: ignore[no-untyped-def]
-    from transformers import GenerationConfig, MarianConfig, MarianMTModel
-
-    shape = config.shape
-    pad = vocab_size - 1
-    marian_config = MarianConfig(
-        vocab_size=vocab_size,
-        decoder_vocab_size=vocab_size,
-        d_model=shape.d_model,
-        encoder_layers=shape.encoder_layers,
-        decoder_layers=shape.decoder_layers,
-        encoder_attention_heads=shape.attention_heads,
-        decoder_attention_heads=shape.attention_heads,
-        encoder_ffn_dim=shape.ffn_dim,
-        decoder_ffn_dim=shape.ffn_dim,
-        max_position_embeddings=shape.max_positions,
-        dropout=shape.dropout,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        activation_function="swish",
-        scale_embedding=True,
-        share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True,
-        pad_token_id=pad,
-        eos_token_id=0,
-        decoder_start_token_id=pad,
-        forced_eos_token_id=0,
-    )
-    torch.manual_seed(config.seed)
-    model = MarianMTModel(marian_config)
-    model.generation_config = GenerationConfig(
-        decoder_start_token_id=pad,
-        eos_token_id=0,
-        pad_token_id=pad,
-        forced_eos_token_id=0,
-        bad_words_ids=[[pad]],
-        max_length=shape.max_positions,
-        num_beams=4,
-    )
-    return model
+    return new_model(marian_config(vocab_size, config.shape), config.seed)
 
 
 def learning_rate(config: TrainConfig, step: int, rewarm_from: int | None) -> float:

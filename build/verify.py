@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from handler.bundle import ModelSpec
+from handler.decoding import content_ids
 
 # Varied Chinese input: everyday speech, questions, numbers, Latin words, a URL, traditional characters,
 # full-width punctuation, a long formal sentence and a very short one.
@@ -148,15 +149,7 @@ def pytorch_greedy(model: Any, batch: SourceBatch, spec: ModelSpec, max_new_toke
             generation_config=config,
             use_model_defaults=False,  # else the checkpoint's num_beams etc. replace the values given here
         )
-    results: list[list[int]] = []
-    for row in output[:, 1:].tolist():
-        tokens: list[int] = []
-        for token in row:
-            if token in (spec.eos_id, spec.pad_id):
-                break
-            tokens.append(token)
-        results.append(tokens)
-    return results
+    return [content_ids(row, spec) for row in output[:, 1:].numpy()]
 
 
 def _decoder_inputs(outputs: list[list[int]], spec: ModelSpec) -> tuple[np.ndarray, np.ndarray]:

@@ -108,8 +108,8 @@ def _check_lengths(max_new_tokens: int, min_new_tokens: int) -> None:
         raise ValueError(f"min_new_tokens must be at least 0; got {min_new_tokens}")
 
 
-def _content(tokens: np.ndarray, spec: ModelSpec) -> list[int]:
-    """Generated ids after the decoder start token, up to (without) the first ``</s>`` or padding."""
+def content_ids(tokens: np.ndarray, spec: ModelSpec) -> list[int]:
+    """The ids of a generated row (decoder start token removed) up to, without, the first ``</s>`` or padding."""
     ids: list[int] = tokens.tolist()
     for index, token in enumerate(ids):
         if token == spec.eos_id or token == spec.pad_id:
@@ -324,7 +324,7 @@ def beam_search(
             past = [array[parent_rows] for array in present]
         if not improvable.all():
             for item in np.flatnonzero(~improvable):
-                results[items[item]] = _content(finished[item, 0, 1:], spec)
+                results[items[item]] = content_ids(finished[item, 0, 1:], spec)
             keep = np.flatnonzero(improvable)
             rows = (keep[:, None] * beams + np.arange(beams)).reshape(-1)
             items, running, running_scores = items[keep], running[keep], running_scores[keep]
@@ -335,5 +335,5 @@ def beam_search(
             mask = mask[rows]
 
     for position, original in enumerate(items.tolist()):
-        results[original] = _content(finished[position, 0, 1:], spec)
+        results[original] = content_ids(finished[position, 0, 1:], spec)
     return results

@@ -57,54 +57,24 @@ def _shape_random_weights(model, sources: dict, pad: int) -> None:  # type: igno
 
 def build_tiny_marian(out_dir: Path, seed: int = TINY_SEED) -> Path:
     """Write a random tiny MarianMTModel + MarianTokenizer files (an ordinary HF checkpoint) to ``out_dir``."""
-    import torch
-    from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer
+    from transformers import MarianTokenizer
 
     from build import corpus, vocab
+    from build.marian import ModelShape, marian_config, new_model
 
     pairs = corpus.dev_pairs()
     vocab.train_joint_sentencepiece([p.zh for p in pairs] + [p.en for p in pairs], out_dir, TINY_VOCAB_PIECES, seed=1)
     vocab_size = vocab.marian_vocab_size(out_dir)
     pad = vocab_size - 1
-    config = MarianConfig(
-        vocab_size=vocab_size,
-        decoder_vocab_size=vocab_size,
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=128,
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        activation_function="swish",
-        scale_embedding=True,
-        share_encoder_decoder_embeddings=True,
-        # an output projection of its own, so that </s>'s output row can be set without touching the input
-        # embedding of the </s> that ends every source sentence (the default model ties the two)
-        tie_word_embeddings=False,
-        pad_token_id=pad,
-        eos_token_id=0,
-        decoder_start_token_id=pad,
-        forced_eos_token_id=0,
+    shape = ModelShape(
+        d_model=32, encoder_layers=2, decoder_layers=2, attention_heads=2, ffn_dim=64, dropout=0.0, max_positions=128
     )
-    torch.manual_seed(seed)
-    model = MarianMTModel(config).eval()
+    # an output projection of its own, so that </s>'s output row can be set without touching the input
+    # embedding of the </s> that ends every source sentence (the default model ties the two)
+    model = new_model(marian_config(vocab_size, shape, tie_word_embeddings=False), seed).eval()
     tokenizer = MarianTokenizer.from_pretrained(str(out_dir))
     sources = tokenizer([p.zh for p in pairs[:: len(pairs) // 16][:16]], padding=True, return_tensors="pt")
     _shape_random_weights(model, dict(sources), pad)
-    model.generation_config = GenerationConfig(
-        decoder_start_token_id=pad,
-        eos_token_id=0,
-        pad_token_id=pad,
-        forced_eos_token_id=0,
-        bad_words_ids=[[pad]],
-        max_length=config.max_position_embeddings,
-        num_beams=4,
-    )
     model.save_pretrained(out_dir)
     return out_dir
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from handler.bundle import ModelSpec
-from handler.decoding import RepetitionGuard, ban_repetitions, beam_search, greedy_search
+from handler.decoding import RepetitionGuard, ban_repetitions, beam_search, content_ids, greedy_search
 from handler.onnx_model import OnnxMarian
 from tests.runtime.step_models import CountingModel, LoopingModel
 
@@ -39,15 +39,7 @@ def hf_generate(
             max_new_tokens=max_new_tokens,
             **{"num_beams": 1, "length_penalty": 1.0, "no_repeat_ngram_size": 0, **settings},
         )
-    results = []
-    for row in output[:, 1:].tolist():
-        tokens: list[int] = []
-        for token in row:
-            if token in (spec.eos_id, spec.pad_id):
-                break
-            tokens.append(token)
-        results.append(tokens)
-    return results
+    return [content_ids(row, spec) for row in output[:, 1:].numpy()]
 
 
 def has_repeated_ngram(tokens: list[int], n: int) -> bool:
