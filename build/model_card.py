@@ -67,8 +67,8 @@ def render(manifest: bundle.Manifest) -> str:
             ]
             parts += [
                 "",
-                "Training curve (PyTorch, greedy, on the first 500 dev pairs: mostly short dialogue lines, so these "
-                "figures run about twice the whole dev set's; see Quality for the whole set):",
+                "Training curve (PyTorch, greedy, on the first 500 dev pairs: more short dialogue lines than the whole "
+                "dev set, so these figures run higher than its; see Quality for the whole set):",
                 "",
                 _table(rows, ["step", "hours", "BLEU", "chrF++"]),
             ]

