@@ -52,6 +52,7 @@ _PLACEHOLDER = re.compile("[\U000f0000-\U000ffffd]")
 _CONTRACTION = re.compile(r"(?<=[A-Za-z]) ?' ?(s|t|re|ve|ll|d|m)\b|(?<=[A-Za-z]) (n't)\b", re.IGNORECASE)
 _SPACE_BEFORE = re.compile(r" +([,!?;:)\]}]|\.(?!\d))")
 _SPACE_BEFORE_PERCENT = re.compile(r"(?<=\d) +%")
+_SPLIT_TIME_OF_DAY = re.compile(r"\b([aApP])\. ([mM])\.")  # "p. m." (in the training data) -> "p.m."
 _SPACE_AFTER_CURRENCY = re.compile(r"([$€£¥]) +(?=\d)")
 _SPACE_AFTER_OPENING = re.compile(r"([(\[{]) +")
 _SPACE_AFTER_CLAUSE_MARK = re.compile(r"([,;:])(?=[^\W\d_])")
@@ -141,6 +142,7 @@ def _tidy(text: str) -> str:
 def _fix_spacing(text: str) -> str:
     text = _SPACE_BEFORE.sub(r"\1", text)
     text = _SPACE_BEFORE_PERCENT.sub("%", text)
+    text = _SPLIT_TIME_OF_DAY.sub(r"\1.\2.", text)
     text = _SPACE_AFTER_CURRENCY.sub(r"\1", text)
     text = _SPACE_AFTER_OPENING.sub(r"\1", text)
     text = _SPACE_AFTER_CLAUSE_MARK.sub(r"\1 ", text)

@@ -47,6 +47,7 @@ GOLDEN = [
     # dates and times
     ("现在几点了？", "What time is it now?"),
     ("今天是星期一。", "Today is Monday."),
+    ("会议将在下午三点开始。", "The meeting will begin at three p.m."),
     # statements
     ("他是我的朋友。", "He is my friend."),
     ("这本书很有意思。", "This book is interesting."),
@@ -59,7 +60,6 @@ GOLDEN = [
 ]
 
 KNOWN_WRONG = [
-    ("会议将在下午三点开始。", "The meeting will start at three in the afternoon."),
     ("苹果多少钱一斤？", "How much is a jin of apples?"),
 ]
 

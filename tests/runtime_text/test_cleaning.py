@@ -88,6 +88,7 @@ CASES = [
     # numbers, times, URLs and addresses stay intact
     ("I have 1,000 apples and 3.14 pies at 10:30 .", "I have 1,000 apples and 3.14 pies at 10:30."),
     ("It's 3:00 p.m. now.", "It's 3:00 p.m. now."),
+    ("at three p. m. and 9 A. M.", "at three p.m. and 9 A.M."),
     ("Version 2.0.1 released", "Version 2.0.1 released"),
     ("U.S.A. is big, e.g. Texas", "U.S.A. is big, e.g. Texas"),
     ("Visit https://example.com/a?b=1&c=2. Now!", "Visit https://example.com/a?b=1&c=2. Now!"),
