@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -65,6 +66,7 @@ def _layer_names(layers: int, key: Callable[[int], str], value: Callable[[int], 
 
 
 _open_models: weakref.WeakSet[OnnxMarian] = weakref.WeakSet()
+_child_reopen_seconds: float | None = None
 
 
 def _close_before_fork() -> None:
@@ -73,9 +75,17 @@ def _close_before_fork() -> None:
 
 
 def _reopen_in_child() -> None:
+    global _child_reopen_seconds
+    began = time.perf_counter()
     for model in list(_open_models):
         model._open_lock = threading.Lock()  # a lock another parent thread held is never released in the child
         model.open(warm_up=True)
+    _child_reopen_seconds = time.perf_counter() - began
+
+
+def child_reopen_seconds() -> float | None:
+    """Seconds this process, a forked child, spent reopening and warming its inherited models; None if not forked."""
+    return _child_reopen_seconds
 
 
 if hasattr(os, "register_at_fork"):  # POSIX; the parent's models reopen on their next use

@@ -98,3 +98,47 @@ def test_a_missing_bundle_raises_and_is_reported(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="does not exist; build one with python -m build.export"):
         runtime.get_service(RuntimeConfig(bundle_dir=tmp_path / "missing"))
     assert "does not exist" in str(runtime.cold_start_report()["error"])
+
+
+REPORT_FROM_A_FORKED_WORKER = """
+import json, os, sys, time
+time.sleep(0.3)  # the entry point's own start-up, before it imports the runtime
+from handler import runtime
+from handler.config import RuntimeConfig
+
+runtime.get_service(RuntimeConfig(bundle_dir=sys.argv[1], threads=1, beam_size=2))  # the master loads at import
+read_end, write_end = os.pipe()
+pid = os.fork()
+if pid == 0:  # the worker gunicorn forks
+    os.close(read_end)
+    os.write(write_end, json.dumps(runtime.cold_start_report()).encode())
+    os._exit(0)
+os.close(write_end)
+chunks = []
+while chunk := os.read(read_end, 65536):
+    chunks.append(chunk)
+os.waitpid(pid, 0)
+print(json.dumps({"worker": json.loads(b"".join(chunks)), "master": runtime.cold_start_report()}))
+"""
+
+
+def test_a_forked_worker_reports_the_masters_cold_start_and_its_own_reopen(tiny_bundle_dir: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-c", REPORT_FROM_A_FORKED_WORKER, str(tiny_bundle_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        check=True,
+    )
+    reports = json.loads(completed.stdout.strip().splitlines()[-1])
+    worker, master = reports["worker"], reports["master"]
+    assert master["forked_worker"] is False and master["worker_reopen_s"] is None
+    assert worker["forked_worker"] is True
+    assert isinstance(worker["worker_reopen_s"], float) and worker["worker_reopen_s"] > 0
+    # timed from the master's start, not the fork: a worker starts after the import, which used to read as 0
+    assert isinstance(master["process_to_import_s"], float) and master["process_to_import_s"] >= 0.3
+    assert worker["process_to_import_s"] == master["process_to_import_s"]
+    for figure in ("import_s", "load_s", "warmup_s"):
+        assert worker[figure] == master[figure] and master[figure] > 0
