@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +16,25 @@ from handler.bundle import ModelSpec
 from handler.config import RuntimeConfig
 from handler.loader import LoadedModel, load_model
 from handler.onnx_model import OnnxMarian
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_probe(script: str, bundle_dir: Path) -> dict[str, Any]:
+    """Run ``script`` (Python source, ``sys.argv[1]`` = ``bundle_dir``) in a fresh interpreter at the repository
+    root; return the JSON object its last output line prints. Used where a test needs a process of its own (fork)."""
+    completed = subprocess.run(
+        [sys.executable, "-c", script, str(bundle_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
+
 
 # varied Chinese sentences: short and long, numbers, Latin words, a URL, traditional characters, punctuation
 SENTENCES: tuple[str, ...] = (

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +10,7 @@ import pytest
 
 from handler.loader import LoadedModel
 from handler.onnx_model import OnnxMarian, session_options
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.runtime.conftest import run_probe
 
 
 def test_encode_and_step_shapes_follow_the_contract(tiny_loaded: LoadedModel, source_batch: Any) -> None:
@@ -103,16 +98,7 @@ print(json.dumps({"child_threads": child_threads, "child_exit_s": time.monotonic
 def test_a_forked_child_runs_the_model_on_its_own_threads_and_exits_promptly(tiny_bundle_dir: Path) -> None:
     # ONNX Runtime's pool threads do not survive fork(): without reopening, the child computes on one thread and
     # hangs for tens of seconds at exit destroying the pool it inherited
-    completed = subprocess.run(
-        [sys.executable, "-c", FORK_PROBE, str(tiny_bundle_dir)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        check=True,
-    )
-    figures = json.loads(completed.stdout.strip().splitlines()[-1])
+    figures = run_probe(FORK_PROBE, tiny_bundle_dir)
     assert figures["child_threads"] >= 2, figures  # the calling thread plus ONNX Runtime's intra-op thread
     assert figures["child_exit_s"] < 10, figures
     assert figures["parent_threads"] >= 2, figures  # the parent reopened its sessions on their next use

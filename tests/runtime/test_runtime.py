@@ -13,6 +13,7 @@ import pytest
 from handler import runtime
 from handler.config import RuntimeConfig
 from handler.errors import BundleError
+from tests.runtime.conftest import run_probe
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,16 +124,7 @@ print(json.dumps({"worker": json.loads(b"".join(chunks)), "master": runtime.cold
 
 
 def test_a_forked_worker_reports_the_masters_cold_start_and_its_own_reopen(tiny_bundle_dir: Path) -> None:
-    completed = subprocess.run(
-        [sys.executable, "-c", REPORT_FROM_A_FORKED_WORKER, str(tiny_bundle_dir)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        check=True,
-    )
-    reports = json.loads(completed.stdout.strip().splitlines()[-1])
+    reports = run_probe(REPORT_FROM_A_FORKED_WORKER, tiny_bundle_dir)
     worker, master = reports["worker"], reports["master"]
     assert master["forked_worker"] is False and master["worker_reopen_s"] is None
     assert worker["forked_worker"] is True
