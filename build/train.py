@@ -344,7 +344,10 @@ def train(config: TrainConfig, work: Path, hours: float, fresh: bool) -> None:
     model.train()
     session_start = time.time()
     last_checkpoint = last_eval = time.time()
-    window_tokens, window_start, window_loss, window_n = 0, time.time(), 0.0, 0
+    # training time: evaluations and checkpoints are excluded, both from the throughput window and from
+    # state["train_seconds"], which banks the time since ``banked_at`` before each of them and at each progress line
+    window_tokens, window_start, window_paused, window_loss, window_n = 0, time.time(), 0.0, 0.0, 0
+    banked_at = time.time()
     deadline = session_start + hours * 3600
     epoch_batches = batches.epoch(state["epoch"])
     while True:
@@ -381,18 +384,22 @@ def train(config: TrainConfig, work: Path, hours: float, fresh: bool) -> None:
         state["step"] += 1
         if state["step"] % 50 == 0:
             now = time.time()
-            state["train_seconds"] += now - window_start
-            rate = window_tokens / (now - window_start)
-            left_in_epoch = (len(epoch_batches) - state["batch"]) / max(window_n / (now - window_start), 1e-9)
+            state["train_seconds"] += now - banked_at
+            banked_at = now
+            window_seconds = max(now - window_start - window_paused, 1e-9)
+            rate = window_tokens / window_seconds
+            left_in_epoch = (len(epoch_batches) - state["batch"]) / max(window_n / window_seconds, 1e-9)
             log(
                 f"step {state['step']} epoch {state['epoch']} ({state['batch']}/{len(epoch_batches)}) "
                 f"loss {window_loss / window_n:.3f} lr {lr:.2e} {rate:.0f} tok/s "
                 f"trained {state['train_seconds'] / 3600:.2f} h | epoch ETA {left_in_epoch / 60:.0f} min, "
                 f"session ends in {(deadline - now) / 60:.0f} min"
             )
-            window_tokens, window_start, window_loss, window_n = 0, now, 0.0, 0
+            window_tokens, window_start, window_paused, window_loss, window_n = 0, now, 0.0, 0.0, 0
         done = time.time() >= deadline or stop_file.exists() or stopping["signal"]
         if time.time() - last_eval >= config.eval_minutes * 60 or done:
+            state["train_seconds"] += time.time() - banked_at
+            began = time.time()
             scores = greedy_bleu(model, tokenizer_dir, dev)
             state["evals"].append(
                 {"step": state["step"], "train_hours": round(state["train_seconds"] / 3600, 3), **scores}
@@ -401,8 +408,8 @@ def train(config: TrainConfig, work: Path, hours: float, fresh: bool) -> None:
                 f"dev (first {len(dev)}, greedy) at step {state['step']}: "
                 f"BLEU {scores['bleu']} chrF++ {scores['chrf++']}"
             )
-            last_eval = time.time()
-            window_start = time.time()  # evaluation time is not training throughput
+            last_eval = banked_at = time.time()
+            window_paused += last_eval - began
             best = max(e["bleu"] for e in state["evals"])
             recent = state["evals"][-config.plateau_patience :]
             if (
@@ -413,9 +420,11 @@ def train(config: TrainConfig, work: Path, hours: float, fresh: bool) -> None:
                 log("dev BLEU has plateaued; stopping")
                 done = True
         if time.time() - last_checkpoint >= config.checkpoint_minutes * 60 or done:
+            state["train_seconds"] += time.time() - banked_at
+            began = time.time()
             checkpoint("stop" if done else "periodic")
-            last_checkpoint = time.time()
-            window_start = time.time()
+            last_checkpoint = banked_at = time.time()
+            window_paused += last_checkpoint - began
         if done:
             break
     log(f"stopped at step {state['step']}; evaluations: {json.dumps(state['evals'])}")

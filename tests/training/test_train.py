@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +116,28 @@ def test_training_checkpoints_resume_exactly_and_from_the_small_tracked_copy(
     model = MarianMTModel.from_pretrained(final)
     assert model.config.d_model == TINY_SHAPE.d_model
     assert json.loads((final / "training.json").read_text())["steps"] == 3
+
+
+def test_training_time_counts_the_steps_and_leaves_out_evaluation(
+    tmp_path: Path, tiny_marian_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "work"
+    (work / "tokenizer").mkdir(parents=True)
+    for name in ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json"):
+        (work / "tokenizer" / name).write_bytes((tiny_marian_dir / name).read_bytes())
+    vocab_size = len(json.loads((tiny_marian_dir / "vocab.json").read_text(encoding="utf-8")))
+    _write_ids(work / "train_ids.npz", 50, vocab_size)
+    monkeypatch.setattr(train, "TRACKED_CHECKPOINT_DIR", tmp_path / "tracked")
+    evaluation_seconds = 2.0
+
+    def slow_evaluation(*_args: object, **_kwargs: object) -> dict[str, float]:
+        time.sleep(evaluation_seconds)
+        return {"bleu": 1.0, "chrf++": 2.0}
+
+    monkeypatch.setattr(train, "greedy_bleu", slow_evaluation)
+    config = train.TrainConfig(shape=TINY_SHAPE, batch_tokens=200, eval_pairs=4, threads=1, warmup_steps=5)
+    train.train(config, work, hours=0.0, fresh=True)  # one step, then an evaluation and a checkpoint
+
+    state = torch.load(work / "state.pt", weights_only=False)["state"]
+    assert 0 < state["train_seconds"] < evaluation_seconds  # the step counts (it used to be dropped), the eval not
+    assert state["evals"][0]["train_hours"] == round(state["train_seconds"] / 3600, 3)
