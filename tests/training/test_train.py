@@ -141,3 +141,44 @@ def test_training_time_counts_the_steps_and_leaves_out_evaluation(
     state = torch.load(work / "state.pt", weights_only=False)["state"]
     assert 0 < state["train_seconds"] < evaluation_seconds  # the step counts (it used to be dropped), the eval not
     assert state["evals"][0]["train_hours"] == round(state["train_seconds"] / 3600, 3)
+
+
+def test_the_cooldown_learning_rate_falls_linearly_to_zero() -> None:
+    config = train.TrainConfig(warmup_steps=10)
+    cooldown = {"from_step": 100, "steps": 4}
+    rates = [train.learning_rate(config, step, None, cooldown) for step in range(101, 106)]
+    plain = [train.learning_rate(config, step, None) for step in range(101, 106)]
+    assert [round(rate / base, 6) for rate, base in zip(rates, plain, strict=True)] == [1.0, 0.75, 0.5, 0.25, 0.0]
+
+
+def test_a_cooldown_branches_off_the_run_and_leaves_it_resumable(
+    tmp_path: Path, tiny_marian_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "work"
+    (work / "tokenizer").mkdir(parents=True)
+    for name in ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json"):
+        (work / "tokenizer" / name).write_bytes((tiny_marian_dir / name).read_bytes())
+    vocab_size = len(json.loads((tiny_marian_dir / "vocab.json").read_text(encoding="utf-8")))
+    _write_ids(work / "train_ids.npz", 200, vocab_size)
+    tracked = tmp_path / "tracked"
+    monkeypatch.setattr(train, "TRACKED_CHECKPOINT_DIR", tracked)
+    config = train.TrainConfig(shape=TINY_SHAPE, batch_tokens=200, eval_pairs=4, threads=1, warmup_steps=5)
+    with pytest.raises(FileNotFoundError, match="train first"):
+        train.train(config, work, hours=1.0, fresh=False, cooldown_steps=3)
+
+    train.train(config, work, hours=0.0, fresh=True)  # the main run: one step
+    main_weights = (work / "state.pt").read_bytes()
+    train.train(config, work, hours=1.0, fresh=False, cooldown_steps=3)  # stops by itself after 3 steps
+
+    branch = torch.load(work / "cooldown" / "state.pt", weights_only=False)["state"]
+    assert branch["step"] == 4 and branch["cooldown"] == {"from_step": 1, "steps": 3}
+    assert (work / "state.pt").read_bytes() == main_weights  # the main run is untouched ...
+    assert json.loads((tracked / train.TRACKED_STATE).read_text())["step"] == 1  # ... and so is the tracked copy
+    assert sorted(p.name for p in (work / "cooldown" / "average").iterdir()) == ["step-0000004.safetensors"]
+
+    train.train(config, work, hours=1.0, fresh=False, cooldown_steps=3)  # already cooled: nothing more
+    assert torch.load(work / "cooldown" / "state.pt", weights_only=False)["state"]["step"] == 4
+
+    final = train.finalize(config, work, tmp_path / "final", average_last=2, from_cooldown=True)
+    training = json.loads((final / "training.json").read_text())
+    assert training["steps"] == 4 and training["cooldown"] == {"from_step": 1, "steps": 3}
