@@ -60,6 +60,13 @@ def render(manifest: bundle.Manifest) -> str:
             f"{training.get('epochs')}, {training.get('train_hours')} h on 2 CPU cores. Config: "
             f"`{training.get('config', {})}`.",
         ]
+        cooldown = training.get("cooldown")
+        if cooldown:
+            parts += [
+                "",
+                f"The last {cooldown['steps']} steps (from step {cooldown['from_step']}) were a cooldown: the learning "
+                "rate fell linearly from the inverse-square-root schedule to zero.",
+            ]
         evals = training.get("evals", [])
         if evals:
             rows = [

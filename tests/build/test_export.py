@@ -119,7 +119,8 @@ def test_force_replaces_a_bundle_and_our_own_checkpoints_get_nfkc_and_their_trai
     tiny_marian_dir: Path, tiny_bundle_dir: Path, tiny_thresholds: VerifyThresholds, tmp_path: Path
 ) -> None:
     checkpoint = Path(shutil.copytree(tiny_marian_dir, tmp_path / "ours"))
-    (checkpoint / "training.json").write_text(json.dumps({"steps": 12, "weights": "last checkpoint"}))
+    training = {"steps": 12, "weights": "last checkpoint", "cooldown": {"from_step": 10, "steps": 2}}
+    (checkpoint / "training.json").write_text(json.dumps(training))
     out_dir = Path(shutil.copytree(tiny_bundle_dir, tmp_path / "models" / "default"))
     (out_dir / "stale.txt").write_text("from the old bundle")
     manifest = export_bundle(
@@ -133,7 +134,9 @@ def test_force_replaces_a_bundle_and_our_own_checkpoints_get_nfkc_and_their_trai
     assert _manifest(out_dir) == manifest
     assert manifest.name == "default"
     assert manifest.normalization == bundle.NORMALIZATION_NFKC
-    assert manifest.training == {"steps": 12, "weights": "last checkpoint", "note": "tiny"}
+    assert manifest.training == {**training, "note": "tiny"}
+    card = (out_dir / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert "The last 2 steps (from step 10) were a cooldown" in card
     assert manifest.licence == "CC BY 4.0"
     assert sorted(p.name for p in out_dir.parent.iterdir()) == ["default"]
     # the same weights give the same graphs
