@@ -7,24 +7,21 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+from pathlib import Path
 
-_IMPORT_BEGAN = time.perf_counter()
-# Linux: seconds since boot, the clock /proc/self/stat's process start time is measured on
-_IMPORT_BEGAN_SINCE_BOOT = time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else None
+from handler import IMPORT_BEGAN, IMPORT_BEGAN_SINCE_BOOT
+from handler.config import RuntimeConfig
+from handler.errors import TranslatorError
+from handler.loader import load_model
+from handler.onnx_model import child_reopen_seconds
+from handler.service import TranslationService
 
-import os  # noqa: E402
-import threading  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from handler.config import RuntimeConfig  # noqa: E402
-from handler.errors import TranslatorError  # noqa: E402
-from handler.loader import load_model  # noqa: E402
-from handler.onnx_model import child_reopen_seconds  # noqa: E402
-from handler.service import TranslationService  # noqa: E402
-
-# seconds spent importing this module and what it needs (onnxruntime, numpy, sentencepiece, the handler)
-IMPORT_SECONDS = time.perf_counter() - _IMPORT_BEGAN
+# seconds from the first import of the handler package to the end of this module's imports: the handler and what
+# it needs (onnxruntime, numpy, sentencepiece), whichever adapter module the entry point imported first
+IMPORT_SECONDS = time.perf_counter() - IMPORT_BEGAN
 # the process that imported this module; a forked worker (gunicorn under functions-framework) has another pid
 _IMPORT_PID = os.getpid()
 
@@ -75,8 +72,9 @@ def _process_start_since_boot(pid: int) -> float | None:
 def cold_start_report() -> dict[str, object]:
     """``{"warm", "import_s", "process_to_import_s", "load_s", "warmup_s", "error", "forked_worker", ...}``.
 
-    Figures are in seconds. ``process_to_import_s`` is the time from the start of the process that imported this
-    module to that import: interpreter start-up and whatever the entry point imported first. In a worker forked
+    Figures are in seconds. ``import_s`` runs from the first import of the ``handler`` package to the end of this
+    module's imports; ``process_to_import_s`` from the start of the process that imported it to that first import:
+    interpreter start-up and whatever the entry point imported before the handler. In a worker forked
     after the import (gunicorn under functions-framework), import, load and warm-up happened once in the
     parent and are the parent's figures; ``forked_worker`` is then true and ``worker_reopen_s`` is what the
     worker itself spent reopening and warming the model's sessions after the fork.
@@ -92,8 +90,8 @@ def cold_start_report() -> dict[str, object]:
     reopen_s = child_reopen_seconds()
     if forked and reopen_s is not None:
         report["worker_reopen_s"] = round(reopen_s, 4)
-    if started is not None and _IMPORT_BEGAN_SINCE_BOOT is not None:
-        report["process_to_import_s"] = round(max(0.0, _IMPORT_BEGAN_SINCE_BOOT - started), 2)
+    if started is not None and IMPORT_BEGAN_SINCE_BOOT is not None:
+        report["process_to_import_s"] = round(max(0.0, IMPORT_BEGAN_SINCE_BOOT - started), 2)
     with _lock:
         report.update(_report)
     return report
