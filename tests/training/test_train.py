@@ -27,6 +27,17 @@ def _write_ids(path: Path, pairs: int, vocab_size: int, seed: int = 0) -> None:
     np.savez(path, src=src, tgt=tgt, src_len=src_len, tgt_len=tgt_len)
 
 
+def _tiny_work_dir(tmp_path: Path, tiny_marian_dir: Path, pairs: int) -> Path:
+    """A training work folder with the tiny model's tokenizer and ``pairs`` random encoded pairs."""
+    work = tmp_path / "work"
+    (work / "tokenizer").mkdir(parents=True)
+    for name in ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json"):
+        (work / "tokenizer" / name).write_bytes((tiny_marian_dir / name).read_bytes())
+    vocab_size = len(json.loads((tiny_marian_dir / "vocab.json").read_text(encoding="utf-8")))
+    _write_ids(work / "train_ids.npz", pairs, vocab_size)
+    return work
+
+
 def test_every_pair_is_batched_once_per_epoch_under_the_budget_in_a_reproducible_order(tmp_path: Path) -> None:
     _write_ids(tmp_path / "ids.npz", 500, 100)
     batches = train.TokenBatches(tmp_path / "ids.npz", batch_tokens=120, seed=7)
@@ -85,12 +96,7 @@ def test_bf16_autocast_only_where_the_cpu_computes_bfloat16_natively(tmp_path: P
 def test_training_checkpoints_resume_exactly_and_from_the_small_tracked_copy(
     tmp_path: Path, tiny_marian_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    work = tmp_path / "work"
-    (work / "tokenizer").mkdir(parents=True)
-    for name in ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json"):
-        (work / "tokenizer" / name).write_bytes((tiny_marian_dir / name).read_bytes())
-    vocab_size = len(json.loads((tiny_marian_dir / "vocab.json").read_text(encoding="utf-8")))
-    _write_ids(work / "train_ids.npz", 200, vocab_size)
+    work = _tiny_work_dir(tmp_path, tiny_marian_dir, 200)
     tracked = tmp_path / "tracked"
     monkeypatch.setattr(train, "TRACKED_CHECKPOINT_DIR", tracked)
     config = train.TrainConfig(shape=TINY_SHAPE, batch_tokens=200, eval_pairs=4, threads=1, warmup_steps=5)
@@ -121,12 +127,7 @@ def test_training_checkpoints_resume_exactly_and_from_the_small_tracked_copy(
 def test_training_time_counts_the_steps_and_leaves_out_evaluation(
     tmp_path: Path, tiny_marian_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    work = tmp_path / "work"
-    (work / "tokenizer").mkdir(parents=True)
-    for name in ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json"):
-        (work / "tokenizer" / name).write_bytes((tiny_marian_dir / name).read_bytes())
-    vocab_size = len(json.loads((tiny_marian_dir / "vocab.json").read_text(encoding="utf-8")))
-    _write_ids(work / "train_ids.npz", 50, vocab_size)
+    work = _tiny_work_dir(tmp_path, tiny_marian_dir, 50)
     monkeypatch.setattr(train, "TRACKED_CHECKPOINT_DIR", tmp_path / "tracked")
     evaluation_seconds = 2.0
 
@@ -154,12 +155,7 @@ def test_the_cooldown_learning_rate_falls_linearly_to_zero() -> None:
 def test_a_cooldown_branches_off_the_run_and_leaves_it_resumable(
     tmp_path: Path, tiny_marian_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    work = tmp_path / "work"
-    (work / "tokenizer").mkdir(parents=True)
-    for name in ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json"):
-        (work / "tokenizer" / name).write_bytes((tiny_marian_dir / name).read_bytes())
-    vocab_size = len(json.loads((tiny_marian_dir / "vocab.json").read_text(encoding="utf-8")))
-    _write_ids(work / "train_ids.npz", 200, vocab_size)
+    work = _tiny_work_dir(tmp_path, tiny_marian_dir, 200)
     tracked = tmp_path / "tracked"
     monkeypatch.setattr(train, "TRACKED_CHECKPOINT_DIR", tracked)
     config = train.TrainConfig(shape=TINY_SHAPE, batch_tokens=200, eval_pairs=4, threads=1, warmup_steps=5)
