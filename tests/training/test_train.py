@@ -16,6 +16,7 @@ from build import train  # noqa: E402
 TINY_SHAPE = train.ModelShape(
     d_model=16, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=32, max_positions=64
 )
+TINY_TRAINING = train.TrainConfig(shape=TINY_SHAPE, batch_tokens=200, eval_pairs=4, threads=1, warmup_steps=5)
 
 
 def _write_ids(path: Path, pairs: int, vocab_size: int, seed: int = 0) -> None:
@@ -99,7 +100,7 @@ def test_training_checkpoints_resume_exactly_and_from_the_small_tracked_copy(
     work = _tiny_work_dir(tmp_path, tiny_marian_dir, 200)
     tracked = tmp_path / "tracked"
     monkeypatch.setattr(train, "TRACKED_CHECKPOINT_DIR", tracked)
-    config = train.TrainConfig(shape=TINY_SHAPE, batch_tokens=200, eval_pairs=4, threads=1, warmup_steps=5)
+    config = TINY_TRAINING
 
     train.train(config, work, hours=0.0, fresh=True)  # stops after one step: evaluates and checkpoints
     state = torch.load(work / "state.pt", weights_only=False)["state"]
@@ -136,7 +137,7 @@ def test_training_time_counts_the_steps_and_leaves_out_evaluation(
         return {"bleu": 1.0, "chrf++": 2.0}
 
     monkeypatch.setattr(train, "greedy_bleu", slow_evaluation)
-    config = train.TrainConfig(shape=TINY_SHAPE, batch_tokens=200, eval_pairs=4, threads=1, warmup_steps=5)
+    config = TINY_TRAINING
     train.train(config, work, hours=0.0, fresh=True)  # one step, then an evaluation and a checkpoint
 
     state = torch.load(work / "state.pt", weights_only=False)["state"]
@@ -158,7 +159,7 @@ def test_a_cooldown_branches_off_the_run_and_leaves_it_resumable(
     work = _tiny_work_dir(tmp_path, tiny_marian_dir, 200)
     tracked = tmp_path / "tracked"
     monkeypatch.setattr(train, "TRACKED_CHECKPOINT_DIR", tracked)
-    config = train.TrainConfig(shape=TINY_SHAPE, batch_tokens=200, eval_pairs=4, threads=1, warmup_steps=5)
+    config = TINY_TRAINING
     with pytest.raises(FileNotFoundError, match="train first"):
         train.train(config, work, hours=1.0, fresh=False, cooldown_steps=3)
 
