@@ -41,7 +41,7 @@ help:
 	@echo "make lint                   ruff on the repository, mypy on handler/"
 	@echo "make model MODEL=<folder or hub id> [NAME=...] [LABEL=...] [FORCE=1]   export + quantize + verify a bundle"
 	@echo "make train [TRAIN_ARGS=--finalize]   train the default model (resumes; finalize writes the checkpoint)"
-	@echo "make eval                   BLEU/chrF++ of the bundles on the shared dev set"
+	@echo "make eval                   BLEU/chrF++ of the bundles on the dev set (data/corpus, or TRANSLATE_CORPUS_DIR)"
 	@echo "make bench                  runtime micro-benchmark"
 	@echo "make image / image-gcp      container images for AWS Lambda / Cloud Run (needs Docker; MODEL=... bakes another)"
 	@echo "make deploy-aws / deploy-gcp   print the deployment commands; DEPLOY=1 runs them"

@@ -1,7 +1,11 @@
-"""The shared zh–en corpus: which sources we may train on, and reading them.
+"""The zh–en corpus: which sources we may train on, which data set is read, and reading it.
 
-Each line of ``../shared/corpus/*.tsv.gz`` is ``zh<TAB>en<TAB>source``. Only sources whose terms allow
-redistributing a model trained on them are used (see ``SOURCES.md`` beside the corpus).
+Each line of a corpus file (``train.zh-en.tsv.gz``, ``dev.zh-en.tsv.gz``) is ``zh<TAB>en<TAB>source``. The
+repository ships the licence-clean part in ``data/corpus/`` (see ``data/corpus/SOURCES.md``): the training pairs
+of the default model and a dev set made only of licence-clean sources, so a clone alone can train, evaluate and
+benchmark. ``$TRANSLATE_CORPUS_DIR`` names another folder with the same two files (for example the full corpus
+with its 2,000-pair dev set, which includes sources we may not redistribute); the readers then read that folder.
+Only sources whose terms allow redistributing a model trained on them are trained on, whatever the folder.
 """
 
 from __future__ import annotations
@@ -52,19 +56,32 @@ class Pair:
     source: str
 
 
+# the licence-clean corpus committed with the repository
+REPOSITORY_CORPUS_DIR = Path(__file__).resolve().parent.parent / "data" / "corpus"
+
+
 def corpus_dir() -> Path:
-    """The shared corpus folder: ``$TRANSLATE_CORPUS_DIR`` or ``../shared/corpus`` beside the checkout."""
+    """The corpus folder: ``$TRANSLATE_CORPUS_DIR`` if set, else the repository's ``data/corpus``."""
     configured = os.environ.get(CORPUS_DIR_ENV)
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+    return REPOSITORY_CORPUS_DIR
+
+
+def describe_dev_set(pairs: list[Pair], directory: Path | None = None) -> str:
+    """Which dev set ``pairs`` came from, for reports: the folder, the file and its size by source."""
+    folder = (directory or corpus_dir()).resolve()
+    where = "the repository's licence-clean dev set" if folder == REPOSITORY_CORPUS_DIR else f"{CORPUS_DIR_ENV}"
+    by_source = ", ".join(f"{name} {count}" for name, count in source_counts(pairs).items())
+    return f"{where} ({folder / DEV_FILE}): {len(pairs)} pairs ({by_source})"
 
 
 def read_pairs(path: Path, sources: set[str] | None = None) -> Iterator[Pair]:
     """Yield the pairs of a ``zh<TAB>en<TAB>source`` file (gzip or plain), optionally only from ``sources``."""
     if not path.exists():
         raise FileNotFoundError(
-            f"corpus file {path} not found; set {CORPUS_DIR_ENV} to the folder holding {TRAIN_FILE}"
+            f"corpus file {path} not found; unset {CORPUS_DIR_ENV} to read the repository's {REPOSITORY_CORPUS_DIR}, "
+            f"or set it to a folder holding {TRAIN_FILE} and {DEV_FILE}"
         )
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as handle:
@@ -82,7 +99,7 @@ def training_pairs(directory: Path | None = None) -> list[Pair]:
 
 
 def dev_pairs(directory: Path | None = None) -> list[Pair]:
-    """The whole shared dev set (all sources: it is evaluation data, never trained on)."""
+    """The whole dev set of the corpus folder (all its sources: it is evaluation data, never trained on)."""
     return list(read_pairs((directory or corpus_dir()) / DEV_FILE))
 
 

@@ -1,4 +1,4 @@
-"""Measure a bundle's translation quality on the shared dev set with the real runtime (sacreBLEU 13a, chrF++).
+"""Measure a bundle's translation quality on a dev set with the real runtime (sacreBLEU 13a, chrF++).
 
     python -m build.evaluate --bundle model_artifacts/default [--fp32-from CHECKPOINT] [--write] [--pairs N]
 
@@ -129,8 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     pairs = corpus.dev_pairs()
     if args.pairs:
         pairs = pairs[: args.pairs]
+    print(f"scoring on {corpus.describe_dev_set(pairs)}", flush=True)
     results: dict[str, object] = {
-        "dev_set": f"shared corpus dev.zh-en.tsv.gz, {len(pairs)} pairs",
+        "dev_set": corpus.describe_dev_set(pairs),
         "metrics": "sacreBLEU (13a tokenization) and chrF++ (word_order=2), sacrebleu " + sacrebleu.__version__,
     }
     int8 = evaluate_bundle(args.bundle, pairs, args.beam_size, args.threads)

@@ -38,8 +38,9 @@ def render(manifest: bundle.Manifest) -> str:
         parts += [
             "",
             "## Training data",
-            f"{total:,} sentence pairs from the licence-clean part of the project's shared corpus "
-            "(sources whose terms are unknown, non-redistributable or machine-translated were left out):",
+            f"{total:,} sentence pairs from the licence-clean corpus committed with the repository in "
+            "`data/corpus/train.zh-en.tsv.gz` (sources, licences, counts and cleaning in `data/corpus/SOURCES.md`; "
+            "sources whose terms are unknown, non-redistributable or machine-translated were left out):",
             "",
             _table(rows, ["source", "pairs", "licence"]),
             "",
@@ -99,6 +100,19 @@ def render(manifest: bundle.Manifest) -> str:
                 [[n, str(s["pairs"]), f"{s['bleu']:.1f}", f"{s['chrf++']:.1f}"] for n, s in int8["by_source"].items()],
                 ["source", "pairs", "BLEU", "chrF++"],
             ),
+        ]
+    if data:
+        parts += [
+            "",
+            "## Rebuilding it from a clone",
+            "Everything needed is in the repository: the data (`data/corpus/`), the tokenizer and a resumable "
+            "checkpoint (`model_artifacts/training-checkpoint/`). `make train TRAIN_ARGS=\"--fresh --hours 5\"` "
+            "trains from scratch (or, without `--fresh`, resumes the tracked checkpoint), "
+            "`make train TRAIN_ARGS=\"--cooldown-steps 1200\"` then "
+            "`make train TRAIN_ARGS=\"--finalize --from-cooldown\"` write `.train/final`, "
+            "`make model MODEL=.train/final NAME=default LABEL=default-zh-en FORCE=1` builds and verifies the bundle "
+            "and `make eval EVAL_ARGS=--write` scores it. This model took "
+            f"{training.get('train_hours')} h of training on 2 CPU cores; see the README for the other steps' times.",
         ]
     parts += [
         "",

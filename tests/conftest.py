@@ -1,9 +1,9 @@
 """Session-wide fixtures: a tiny random Marian checkpoint and the bundle ``build.export`` makes of it.
 
 Both are built from scratch in a few seconds (no download): the tokenizer is a small SentencePiece model
-trained on the shared dev set, the network a random ``MarianMTModel`` with the default model's structure
-(post-LN, swish, shared encoder/decoder embeddings, pad = last id = decoder start, ``</s>`` = 0) but tiny
-dimensions and an output projection of its own (see ``_shape_random_weights``).
+trained on the suite's own sentences (``tests/fixtures/pairs.zh-en.tsv``), the network a random ``MarianMTModel``
+with the default model's structure (post-LN, swish, shared encoder/decoder embeddings, pad = last id = decoder
+start, ``</s>`` = 0) but tiny dimensions and an output projection of its own (see ``_shape_random_weights``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,23 @@ from pathlib import Path
 
 import pytest
 
-TINY_VOCAB_PIECES = 2_500  # the dev set has ~2,000 distinct Chinese characters; SentencePiece needs room for them
+from tests import checkout_guard
+from tests.fixture_corpus import fixture_pairs
+
+TINY_VOCAB_PIECES = 2_500  # the fixture has ~1,400 distinct Chinese characters; SentencePiece needs room for them
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test module is imported: nothing the suite runs may open a file outside the checkout."""
+    checkout_guard.install()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    violations = checkout_guard.GUARD.violations
+    if violations:
+        shown = "\n  ".join(sorted(set(violations))[:20])
+        print(f"\n{len(violations)} read(s) outside the checkout {checkout_guard.CHECKOUT}:\n  {shown}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 TINY_SEED = 20261130
 
 
@@ -59,10 +75,10 @@ def build_tiny_marian(out_dir: Path, seed: int = TINY_SEED) -> Path:
     """Write a random tiny MarianMTModel + MarianTokenizer files (an ordinary HF checkpoint) to ``out_dir``."""
     from transformers import MarianTokenizer
 
-    from build import corpus, vocab
+    from build import vocab
     from build.marian import ModelShape, marian_config, new_model
 
-    pairs = corpus.dev_pairs()
+    pairs = fixture_pairs()
     vocab.train_joint_sentencepiece([p.zh for p in pairs] + [p.en for p in pairs], out_dir, TINY_VOCAB_PIECES, seed=1)
     vocab_size = vocab.marian_vocab_size(out_dir)
     pad = vocab_size - 1

@@ -311,12 +311,9 @@ def test_property_real_tokenizer_budget(real_tokenizer: SentencePieceTokenizer, 
 
 
 def test_dev_set_paragraph_fits_a_small_real_budget(real_tokenizer: SentencePieceTokenizer) -> None:
-    from build.corpus import dev_pairs
+    from tests.fixture_corpus import fixture_pairs
 
-    try:
-        pairs = dev_pairs()[:300]
-    except FileNotFoundError:
-        pytest.skip("shared dev set not available")
+    pairs = fixture_pairs()[:300]
     text = "\n\n".join("".join(pair.zh for pair in pairs[i : i + 10]) for i in range(0, len(pairs), 10))
     document = split_document(text, real_tokenizer.count_tokens, 24)
     assert_well_formed(document, real_tokenizer.count_tokens, 24)

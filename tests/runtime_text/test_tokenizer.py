@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import unicodedata
+import warnings
 from pathlib import Path
 
 import pytest
 
-from build.corpus import dev_pairs
 from handler.bundle import NORMALIZATION_NFKC, NORMALIZATION_NONE, VOCAB_JSON
 from handler.errors import BundleError
 from handler.tokenizer import SentencePieceTokenizer
+from tests.fixture_corpus import fixture_pairs
 
 transformers = pytest.importorskip("transformers")
 
@@ -63,10 +64,7 @@ SPECIAL_STRING_TEXTS = [
 
 
 def _dev_texts(count: int) -> list[str]:
-    try:
-        pairs = dev_pairs()
-    except FileNotFoundError:
-        pytest.skip("shared dev set not available")
+    pairs = fixture_pairs()
     step = max(1, len(pairs) // count)
     return [pair.zh for pair in pairs[::step][:count]] + [pair.en for pair in pairs[1::step][: count // 4]]
 
@@ -84,10 +82,15 @@ def tokenizer_dir(request: pytest.FixtureRequest) -> Path:
     return _tokenizer_dirs(request)
 
 
+def _marian_tokenizer(folder: Path):  # type: ignore[no-untyped-def]
+    with warnings.catch_warnings():  # "recommended: pip install sacremoses" where it is not installed
+        warnings.simplefilter("ignore", UserWarning)
+        return transformers.MarianTokenizer.from_pretrained(str(folder))
+
+
 @pytest.fixture(scope="module")
 def marian(tokenizer_dir: Path):  # type: ignore[no-untyped-def]
-    with pytest.warns(UserWarning, match="sacremoses"):
-        return transformers.MarianTokenizer.from_pretrained(str(tokenizer_dir))
+    return _marian_tokenizer(tokenizer_dir)
 
 
 def _ours(tokenizer_dir: Path, normalization: str = NORMALIZATION_NONE) -> SentencePieceTokenizer:
@@ -194,8 +197,7 @@ def test_language_code_in_vocab_is_one_id_like_marian(tmp_path: Path, tokenizer_
     for name in ("source.spm", "target.spm", "tokenizer_config.json"):
         (tmp_path / name).write_bytes((tokenizer_dir / name).read_bytes())
     (tmp_path / VOCAB_JSON).write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-    with pytest.warns(UserWarning, match="sacremoses"):
-        marian = transformers.MarianTokenizer.from_pretrained(str(tmp_path))
+    marian = _marian_tokenizer(tmp_path)
     ours = _ours(tmp_path)
     for text in (">>fra<< 你好", ">>fra<<你好", ">>fra<<", "你好 >>fra<<", ">>fra<<</s>"):
         assert ours.encode(text) == marian(text, split_special_tokens=True).input_ids, text

@@ -12,11 +12,18 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from build import train  # noqa: E402
+from tests.fixture_corpus import fixture_pairs  # noqa: E402
 
 TINY_SHAPE = train.ModelShape(
     d_model=16, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=32, max_positions=64
 )
 TINY_TRAINING = train.TrainConfig(shape=TINY_SHAPE, batch_tokens=200, eval_pairs=4, threads=1, warmup_steps=5)
+
+
+@pytest.fixture(autouse=True)
+def _dev_pairs_from_the_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop's evaluations score the suite's own sentences, wherever (or whether) a corpus folder is."""
+    monkeypatch.setattr(train.corpus, "dev_pairs", lambda directory=None: list(fixture_pairs()))
 
 
 def _write_ids(path: Path, pairs: int, vocab_size: int, seed: int = 0) -> None:

@@ -1,0 +1,22 @@
+"""Run only by tests/test_checkout_guard.py (its name keeps pytest from collecting it in the suite).
+
+It reads a file beside the checkout and swallows the error, as careless code might: the session must still fail.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tests.checkout_guard import CHECKOUT
+
+
+def test_reads_beside_the_checkout_and_swallows_the_error() -> None:
+    try:
+        with open(CHECKOUT.parent / "shared" / "corpus" / "dev.zh-en.tsv.gz", "rb"):
+            pass
+    except OSError:
+        pass
+    try:
+        os.listdir(CHECKOUT.parent)
+    except OSError:
+        pass
