@@ -17,6 +17,15 @@ Graphs (``L`` = decoder layers, ``H`` = attention heads, ``D`` = head size, all 
     outputs ``log_probs`` float [batch, vocab] (log-softmax of the next-token logits, final_logits_bias
             included), ``present_key.{i}``, ``present_value.{i}`` float [batch, H, past_len + 1, D]
     The position of the new token is ``past_len``.
+
+Model families (``manifest.json`` key ``family``; absent = ``"marian"``) differ in their tokenizer files and in
+the per-sentence arrays the encoder hands the decoder (``handler/families/``). The graphs above are Marian's.
+A ``"csanmt"`` bundle (DAMO's CSANMT; the contract is agreed in the CSANMT issue) holds ``bpe.zh``,
+``src_vocab.txt`` and ``trg_vocab.txt`` instead of the SentencePiece files, and its encoder also emits
+``semantic_bias.{i}`` float [batch, 1, d_model] per decoder layer (the embedding-augmentation term that layer adds
+before self-attention), which the decoder takes as an input, plus two verification outputs the runtime never
+reads (``encoder_states`` [batch, src_len, d_model], ``semantic_vector`` [batch, 1, d_model]). Its decoder
+ignores ``input_ids`` on the first step (position 0's input is the zero vector).
 """
 
 from __future__ import annotations
@@ -37,6 +46,10 @@ TARGET_SPM = "target.spm"
 VOCAB_JSON = "vocab.json"
 TOKENIZER_FILES = (SOURCE_SPM, TARGET_SPM, VOCAB_JSON)
 MODEL_FILES = (ENCODER_ONNX, DECODER_ONNX)
+# CSANMT's tokenizer files (default names; the manifest's "tokenizer" section names them)
+CSANMT_BPE_CODES = "bpe.zh"
+CSANMT_SOURCE_VOCAB = "src_vocab.txt"
+CSANMT_TARGET_VOCAB = "trg_vocab.txt"
 MODEL_CARD = "MODEL_CARD.md"  # optional, human-readable; hashed like every other file when present
 
 # graph input/output names
@@ -44,6 +57,12 @@ INPUT_IDS = "input_ids"
 ATTENTION_MASK = "attention_mask"
 ENCODER_ATTENTION_MASK = "encoder_attention_mask"
 LOG_PROBS = "log_probs"
+ENCODER_STATES = "encoder_states"  # csanmt verification output
+SEMANTIC_VECTOR = "semantic_vector"  # csanmt verification output
+
+# model families
+FAMILY_MARIAN = "marian"
+FAMILY_CSANMT = "csanmt"
 
 
 def cross_key(layer: int) -> str:
@@ -68,6 +87,10 @@ def present_key(layer: int) -> str:
 
 def present_value(layer: int) -> str:
     return f"present_value.{layer}"
+
+
+def semantic_bias(layer: int) -> str:
+    return f"semantic_bias.{layer}"
 
 
 # input normalisation the runtime applies before tokenizing (declared per bundle)
@@ -115,6 +138,9 @@ class Manifest:
     training: dict[str, Any] = field(default_factory=dict)
     tools: dict[str, str] = field(default_factory=dict)
     licence: str = ""
+    family: str = FAMILY_MARIAN  # which handler.families module reads the bundle
+    tokenizer: dict[str, Any] = field(default_factory=dict)  # per family (csanmt: file names, unknown id, versions)
+    decoding: dict[str, Any] = field(default_factory=dict)  # per family (csanmt: length penalty, maximum length)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n"

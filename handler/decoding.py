@@ -165,7 +165,7 @@ def greedy_search(
     return results
 
 
-def _top_k(scores: np.ndarray, k: int, ties: np.ndarray | None = None) -> np.ndarray:
+def top_k(scores: np.ndarray, k: int, ties: np.ndarray | None = None) -> np.ndarray:
     """Indices of the ``k`` largest entries of each row, largest first; equal scores: smaller ``ties`` first
     (default: the smaller index)."""
     if k < scores.shape[1]:
@@ -181,7 +181,7 @@ def _top_k(scores: np.ndarray, k: int, ties: np.ndarray | None = None) -> np.nda
 CANDIDATE_BLOCK = 256  # vocabulary columns per block when looking for a row's best tokens
 
 
-def _candidate_columns(log_probs: np.ndarray, k: int) -> np.ndarray:
+def candidate_columns(log_probs: np.ndarray, k: int) -> np.ndarray:
     """Columns of each row that include its ``k`` largest entries: [rows, columns], far fewer than the vocabulary.
 
     A full top-k over beams x vocabulary (65,001 columns) costs as much as a decoder step. Instead the row is cut
@@ -280,11 +280,11 @@ def beam_search(
                 ban_repetitions(log_probs, flat, length, guard)
         # the 2 x beams best continuations of each sentence: (log-probability + beam score), over all its beams
         vocab = log_probs.shape[1]
-        columns = _candidate_columns(log_probs, 2 * beams)  # [live * beams, candidates]
+        columns = candidate_columns(log_probs, 2 * beams)  # [live * beams, candidates]
         scores = np.take_along_axis(log_probs, columns, axis=1) + running_scores.reshape(-1, 1)
         flat_ids = columns.reshape(live, beams, -1) + (np.arange(beams) * vocab)[None, :, None]
         flat_ids, scores = flat_ids.reshape(live, -1), scores.reshape(live, -1)
-        top = _top_k(scores, 2 * beams, ties=flat_ids)
+        top = top_k(scores, 2 * beams, ties=flat_ids)
         top_scores = np.take_along_axis(scores, top, axis=1)
         top_ids = np.take_along_axis(flat_ids, top, axis=1)
         parents, tokens = top_ids // vocab, top_ids % vocab
@@ -294,7 +294,7 @@ def beam_search(
 
         # the best candidates that do not end continue
         continuing = top_scores + ends.astype(np.float32) * EXCLUDED
-        chosen = _top_k(continuing, beams)
+        chosen = top_k(continuing, beams)
         running = _gather(candidates, chosen)
         running_scores = np.take_along_axis(continuing, chosen, axis=1)
         running_parents = np.take_along_axis(parents, chosen, axis=1)
@@ -305,7 +305,7 @@ def beam_search(
         normalized = normalized + (~improvable)[:, None].astype(np.float32) * EXCLUDED
         normalized = normalized + (~just_finished).astype(np.float32) * EXCLUDED
         merged_scores = np.concatenate([finished_scores, normalized], axis=1)
-        best = _top_k(merged_scores, beams)
+        best = top_k(merged_scores, beams)
         finished = _gather(np.concatenate([finished, candidates], axis=1), best)
         finished_scores = np.take_along_axis(merged_scores, best, axis=1)
         is_finished = np.take_along_axis(np.concatenate([is_finished, just_finished], axis=1), best, axis=1)

@@ -1,9 +1,11 @@
 """Open a model bundle once: check it against its manifest, create the ONNX Runtime sessions, warm them up.
 
-``load_bundle`` refuses a bundle that is not exactly what its ``manifest.json`` describes (format version,
-every listed file present with its size and sha256, the files the runtime needs listed), with a message that
-names the file, what was expected and found, and how to rebuild the bundle. ``load_model`` builds on it and
-returns a ``LoadedModel`` whose ``timings`` record how long each part of the cold start took.
+``load_bundle`` refuses a bundle that is not exactly what its ``manifest.json`` describes (format version, model
+family, every listed file present with its size and sha256, the files the runtime needs listed), with a message
+that names the file, what was expected and found, and how to rebuild the bundle. ``load_model`` builds on it: the
+manifest's family (``handler.families``; absent = Marian) gives the tokenizer, the graph contract the sessions are
+checked against and the decoding protocol, and the returned ``LoadedModel`` records in ``timings`` how long each
+part of the cold start took.
 """
 
 from __future__ import annotations
@@ -18,12 +20,10 @@ from handler import bundle
 from handler.batching import pad_batch
 from handler.bundle import Manifest, ModelSpec
 from handler.config import ENV_BUNDLE_DIR, RuntimeConfig
-from handler.decoding import beam_search, greedy_search
 from handler.errors import BundleError
-from handler.onnx_model import OnnxMarian
-from handler.tokenizer import SentencePieceTokenizer
-
-REQUIRED_FILES = (*bundle.MODEL_FILES, *bundle.TOKENIZER_FILES)
+from handler.families import family_named
+from handler.families.base import Decoding, ModelFamily, SearchRequest, Tokenizer
+from handler.onnx_model import OnnxEncoderDecoder
 
 # warm-up input: a short sentence alone, then a small batch of varied lengths
 WARMUP_SENTENCES = ("你好。", "今天天气很好，我们去公园散步吧。", "请问最近的地铁站在哪里？", "谢谢！")
@@ -77,7 +77,9 @@ def load_bundle(bundle_dir: Path | str, *, verify_hashes: bool = True) -> Manife
             f"{_rebuild_hint(bundle_dir, data.get('source_model'))}"
         ) from error
     hint = _rebuild_hint(bundle_dir, manifest.source_model)
-    unlisted = [name for name in REQUIRED_FILES if name not in manifest.files]
+    family = family_named(data.get("family"), str(manifest_path))
+    required = (*bundle.MODEL_FILES, *family.tokenizer_files(manifest))
+    unlisted = [name for name in required if name not in manifest.files]
     if unlisted:
         raise BundleError(f"{manifest_path} does not list {', '.join(unlisted)}, which the runtime needs; {hint}")
     for name, entry in sorted(manifest.files.items()):
@@ -108,9 +110,12 @@ class LoadedModel:
 
     bundle_dir: Path
     manifest: Manifest
-    tokenizer: SentencePieceTokenizer
-    model: OnnxMarian
-    timings: dict[str, float] = field(default_factory=dict)  # seconds: check_s, sessions_s, warmup_s, load_s
+    family: ModelFamily
+    tokenizer: Tokenizer
+    model: OnnxEncoderDecoder
+    decoding: Decoding
+    # seconds: check_s, tokenizer_s, sessions_s, warmup_s, load_s (check + tokenizer + sessions)
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def spec(self) -> ModelSpec:
@@ -122,9 +127,9 @@ def warm_up(loaded: LoadedModel, beam_size: int) -> None:
     spec = loaded.spec
     encoded = loaded.tokenizer.encode_batch(list(WARMUP_SENTENCES))
     single_ids, single_mask = pad_batch(encoded[:1], spec.pad_id)
-    greedy_search(loaded.model, single_ids, single_mask, WARMUP_NEW_TOKENS)
+    loaded.decoding.search(loaded.model, single_ids, single_mask, SearchRequest(1, WARMUP_NEW_TOKENS))
     batch_ids, batch_mask = pad_batch(encoded, spec.pad_id)
-    beam_search(loaded.model, batch_ids, batch_mask, WARMUP_NEW_TOKENS, beam_size=beam_size)
+    loaded.decoding.search(loaded.model, batch_ids, batch_mask, SearchRequest(beam_size, WARMUP_NEW_TOKENS))
 
 
 def load_model(config: RuntimeConfig) -> LoadedModel:
@@ -134,26 +139,28 @@ def load_model(config: RuntimeConfig) -> LoadedModel:
     manifest = load_bundle(bundle_dir, verify_hashes=config.verify_hashes)
     checked = time.perf_counter()
     spec = manifest.model
-    tokenizer = SentencePieceTokenizer.from_bundle(bundle_dir, spec, manifest.normalization)
-    if tokenizer.vocab_size > spec.vocab_size:
-        raise BundleError(
-            f"{bundle_dir / bundle.VOCAB_JSON} has {tokenizer.vocab_size:,} entries, but {bundle.MANIFEST} says the "
-            f"model's vocabulary has {spec.vocab_size:,}; {_rebuild_hint(bundle_dir, manifest.source_model)}"
-        )
-    model = OnnxMarian(
+    family = family_named(manifest.family)
+    tokenizer = family.load_tokenizer(bundle_dir, manifest)
+    decoding = family.decoding(manifest)
+    tokenized = time.perf_counter()
+    model = OnnxEncoderDecoder(
         bundle_dir / bundle.ENCODER_ONNX,
         bundle_dir / bundle.DECODER_ONNX,
         spec,
+        family.graph_contract(spec),
         threads=config.intra_op_threads,
         spinning=config.thread_spinning,
     )
     opened = time.perf_counter()
-    loaded = LoadedModel(bundle_dir=bundle_dir, manifest=manifest, tokenizer=tokenizer, model=model)
+    loaded = LoadedModel(
+        bundle_dir=bundle_dir, manifest=manifest, family=family, tokenizer=tokenizer, model=model, decoding=decoding
+    )
     warm_up(loaded, config.beam_size)
     warmed = time.perf_counter()
     loaded.timings = {
         "check_s": round(checked - began, 4),
-        "sessions_s": round(opened - checked, 4),
+        "tokenizer_s": round(tokenized - checked, 4),
+        "sessions_s": round(opened - tokenized, 4),
         "warmup_s": round(warmed - opened, 4),
         "load_s": round(opened - began, 4),
     }

@@ -1,8 +1,10 @@
 """The two ONNX Runtime sessions of a bundle (encoder, one-step decoder) behind a small numpy interface.
 
-The graph names and shapes are the contract in ``handler/bundle.py``. Past and cross-attention caches travel as
-lists ordered per layer, key before value: ``[key.0, value.0, key.1, value.1, ...]``; axis 0 of every array
-is the batch row, so a decoder can reorder or drop rows with ``np.take(array, rows, axis=0)``.
+One wrapper serves every model family: the family's ``GraphContract`` (``handler.families``) names the graphs'
+inputs and outputs, the shapes are the contract in ``handler/bundle.py``. The encoder's per-sentence outputs (the
+"cross" list: cross-attention keys and values, and whatever else the family's decoder takes) travel in the
+contract's order; the self-attention cache travels per layer, key before value: ``[key.0, value.0, key.1, ...]``.
+Axis 0 of every array is the batch row, so a search can reorder or drop rows with ``np.take(array, rows, axis=0)``.
 
 Sessions run on the CPU execution provider with a fixed number of intra-op threads, one inter-op thread,
 sequential execution and every graph optimization, and write no files (no optimized-model path, no profiling).
@@ -26,7 +28,6 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # must precede the first onnxruntime import
@@ -37,6 +38,8 @@ import onnxruntime as ort  # noqa: E402
 from handler import bundle  # noqa: E402
 from handler.bundle import ModelSpec  # noqa: E402
 from handler.errors import BundleError  # noqa: E402
+from handler.families import marian  # noqa: E402
+from handler.families.base import GraphContract  # noqa: E402
 
 PROVIDERS = ["CPUExecutionProvider"]
 LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
@@ -58,14 +61,7 @@ def session_options(threads: int, spinning: bool) -> ort.SessionOptions:
     return options
 
 
-def _layer_names(layers: int, key: Callable[[int], str], value: Callable[[int], str]) -> list[str]:
-    names: list[str] = []
-    for layer in range(layers):
-        names += [key(layer), value(layer)]
-    return names
-
-
-_open_models: weakref.WeakSet[OnnxMarian] = weakref.WeakSet()
+_open_models: weakref.WeakSet[OnnxEncoderDecoder] = weakref.WeakSet()
 _child_reopen_seconds: float | None = None
 
 
@@ -92,41 +88,48 @@ if hasattr(os, "register_at_fork"):  # POSIX; the parent's models reopen on thei
     os.register_at_fork(before=_close_before_fork, after_in_child=_reopen_in_child)
 
 
-class OnnxMarian:
-    """A Marian encoder-decoder as two ONNX Runtime sessions: ``encode`` once per batch, ``step`` per token."""
+class OnnxEncoderDecoder:
+    """An encoder-decoder as two ONNX Runtime sessions: ``encode`` once per batch, ``step`` per token.
+
+    ``contract`` is the model family's graph contract; a graph whose names differ is refused (``BundleError``).
+    """
 
     def __init__(
         self,
         encoder_path: Path | str,
         decoder_path: Path | str,
         spec: ModelSpec,
+        contract: GraphContract,
         *,
         threads: int = 1,
         spinning: bool = False,
     ) -> None:
+        if contract.decoder_layers != spec.decoder_layers:
+            raise ValueError(
+                f"the graph contract is for {contract.decoder_layers} decoder layers, the model has "
+                f"{spec.decoder_layers}"
+            )
         self.spec = spec
+        self.contract = contract
         self.threads = threads
         self.spinning = spinning
         options = session_options(threads, spinning)
-        layers = spec.decoder_layers
-        self._cross_names = _layer_names(layers, bundle.cross_key, bundle.cross_value)
-        self._past_names = _layer_names(layers, bundle.past_key, bundle.past_value)
-        self._present_names = _layer_names(layers, bundle.present_key, bundle.present_value)
-        self._decoder_outputs = [bundle.LOG_PROBS, *self._present_names]
+        self._cross_names = list(contract.per_sentence)
+        self._past_names = list(contract.past)
+        self._decoder_outputs = list(contract.decoder_outputs)
         self._encoder_path, self._decoder_path, self._options = Path(encoder_path), Path(decoder_path), options
         self._encoder: ort.InferenceSession | None = None
         self._decoder: ort.InferenceSession | None = None
         self._open_lock = threading.Lock()
         self.open()
         self._check_names(
-            self._encoder_path, self.encoder, [bundle.INPUT_IDS, bundle.ATTENTION_MASK], self._cross_names
+            self._encoder_path,
+            self.encoder,
+            list(contract.encoder_inputs),
+            self._cross_names,
+            optional_outputs=list(contract.verification_outputs),
         )
-        self._check_names(
-            self._decoder_path,
-            self.decoder,
-            [bundle.INPUT_IDS, bundle.ENCODER_ATTENTION_MASK, *self._past_names, *self._cross_names],
-            self._decoder_outputs,
-        )
+        self._check_names(self._decoder_path, self.decoder, list(contract.decoder_inputs), self._decoder_outputs)
         _open_models.add(self)
 
     def open(self, *, warm_up: bool = False) -> None:
@@ -171,19 +174,34 @@ class OnnxMarian:
                 "re-export the bundle with python -m build.export ... --force"
             ) from error
 
-    def _check_names(self, path: Path, session: ort.InferenceSession, inputs: list[str], outputs: list[str]) -> None:
+    def _check_names(
+        self,
+        path: Path,
+        session: ort.InferenceSession,
+        inputs: list[str],
+        outputs: list[str],
+        optional_outputs: list[str] | None = None,
+    ) -> None:
         found_inputs = [node.name for node in session.get_inputs()]
         found_outputs = [node.name for node in session.get_outputs()]
-        if sorted(found_inputs) != sorted(inputs) or sorted(found_outputs) != sorted(outputs):
+        extra_outputs = set(found_outputs) - set(outputs)
+        if (
+            sorted(found_inputs) != sorted(inputs)
+            or not set(outputs) <= set(found_outputs)
+            or not extra_outputs <= set(optional_outputs or ())
+            or len(set(found_outputs)) != len(found_outputs)
+        ):
+            optional = f" (and optionally {optional_outputs})" if optional_outputs else ""
             raise BundleError(
-                f"{path} does not match bundle format {bundle.FORMAT_VERSION} for a model with "
-                f"{self.spec.decoder_layers} decoder layers: expected inputs {inputs} and outputs {outputs}, "
-                f"found inputs {found_inputs} and outputs {found_outputs}; re-export the bundle with "
+                f"{path} does not match bundle format {bundle.FORMAT_VERSION} for a {self.contract.family} model "
+                f"with {self.spec.decoder_layers} decoder layers: expected inputs {inputs} and outputs {outputs}"
+                f"{optional}, found inputs {found_inputs} and outputs {found_outputs}; re-export the bundle with "
                 "python -m build.export ... --force"
             )
 
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> list[np.ndarray]:
-        """int64 [batch, src_len] ids and mask -> cross K/V ``[key.0, value.0, ...]``, each [batch, H, src_len, D]."""
+        """int64 [batch, src_len] ids and mask -> the per-sentence arrays the decoder takes, in the contract's order
+        (cross K/V ``[key.0, value.0, ...]``, each [batch, H, src_len, D], then the family's own)."""
         feeds = {
             bundle.INPUT_IDS: np.ascontiguousarray(input_ids, dtype=np.int64),
             bundle.ATTENTION_MASK: np.ascontiguousarray(attention_mask, dtype=np.int64),
@@ -211,3 +229,19 @@ class OnnxMarian:
         feeds.update(zip(self._cross_names, cross, strict=True))
         outputs = self.decoder.run(self._decoder_outputs, feeds)
         return outputs[0], list(outputs[1:])
+
+
+class OnnxMarian(OnnxEncoderDecoder):
+    """A Marian bundle's sessions (the build's verification and the tests construct them by this name)."""
+
+    def __init__(
+        self,
+        encoder_path: Path | str,
+        decoder_path: Path | str,
+        spec: ModelSpec,
+        *,
+        threads: int = 1,
+        spinning: bool = False,
+    ) -> None:
+        contract = marian.graph_contract(spec.decoder_layers)
+        super().__init__(encoder_path, decoder_path, spec, contract, threads=threads, spinning=spinning)

@@ -2,11 +2,11 @@
 
 Pipeline for a request: validate the texts and options -> split each text into sentence-sized segments that
 fit the model (``handler.segmentation``) -> translate each distinct segment once -> pack the segments into
-batches of similar length (``handler.batching``) -> encode and decode each batch (greedy for beam size 1,
-otherwise beam search; ``handler.decoding``) -> detokenize -> clean (``handler.cleaning``) -> put the
-translations back into each text's line structure. Every request limit (characters, texts, option ranges,
-document deadlines) is enforced here and nowhere else; violations raise the typed errors of
-``handler.errors`` with messages that say what was found and what is allowed.
+batches of similar length (``handler.batching``) -> encode and decode each batch (the model family's decoding
+protocol, ``handler.families``: for Marian greedy for beam size 1, otherwise beam search) -> detokenize ->
+clean (``handler.cleaning``) -> put the translations back into each text's line structure. Every request limit
+(characters, texts, option ranges, document deadlines) is enforced here and nowhere else; violations raise the
+typed errors of ``handler.errors`` with messages that say what was found and what is allowed.
 
 One translation runs at a time per service (a lock): the ONNX Runtime sessions already use every thread the
 configuration gives them, so concurrent requests would only compete for the same cores and memory.
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from handler.batching import Batch, pad_batch, plan_batches, restore_order
 from handler.cleaning import clean_translation
 from handler.config import ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
-from handler.decoding import beam_search, greedy_search
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
+from handler.families.base import SearchRequest
 from handler.loader import LoadedModel
 from handler.segmentation import Document, split_document
 
@@ -54,7 +54,9 @@ class TranslateOptions:
     """Per-request decoding choices; every field is validated on construction (``InvalidRequestError``)."""
 
     beam_size: int | None = None  # None -> RuntimeConfig.beam_size; allowed 1..8
-    length_penalty: float = 1.0  # hypothesis score = sum of log-probabilities / length ** length_penalty
+    # the exponent of the model family's length penalty; None = the model's own (Marian: 1.0, score = sum of
+    # log-probabilities / length ** 1.0; CSANMT: the bundle's GNMT alpha, 0.6; see handler.families)
+    length_penalty: float | None = None
     max_length_ratio: float = 2.0  # output tokens <= ratio x source tokens + 10 (and < the model's positions)
     repetition_guard: bool = True  # ban repeated 3-grams and runs of one token (degenerate loops)
 
@@ -72,6 +74,8 @@ class TranslateOptions:
             ("max_length_ratio", MAX_LENGTH_RATIO_RANGE),
         ):
             value = getattr(self, name)
+            if value is None and name == "length_penalty":
+                continue
             if not (_is_number(value) and math.isfinite(value) and low <= value <= high):
                 raise InvalidRequestError(f"{name} must be a number from {low} to {high}; got {_shown(value)}")
         if not isinstance(self.repetition_guard, bool):
@@ -146,6 +150,7 @@ class TranslationService:
         return {
             "model": manifest.name,
             "source_model": manifest.source_model,
+            "family": manifest.family,
             "bundle_hash": self._bundle_hash,
             "format_version": manifest.format_version,
             "threads": self.model.model.threads,
@@ -260,25 +265,14 @@ class TranslationService:
     def _decode(self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[list[int]]:
         input_ids, attention_mask = pad_batch([segments.encoded[index] for index in batch.indices], self._spec.pad_id)
         max_new_tokens = self.max_new_tokens(batch.width, options)
+        request = SearchRequest(
+            beam_size=beam_size,
+            max_new_tokens=max_new_tokens,
+            length_penalty=options.length_penalty,
+            repetition_guard=options.repetition_guard,
+        )
         began = time.perf_counter()
-        if beam_size == 1:
-            result = greedy_search(
-                self.model.model,
-                input_ids,
-                attention_mask,
-                max_new_tokens,
-                repetition_guard=options.repetition_guard,
-            )
-        else:
-            result = beam_search(
-                self.model.model,
-                input_ids,
-                attention_mask,
-                max_new_tokens,
-                beam_size=beam_size,
-                length_penalty=options.length_penalty,
-                repetition_guard=options.repetition_guard,
-            )
+        result = self.model.decoding.search(self.model.model, input_ids, attention_mask, request)
         self.throughput.record(time.perf_counter() - began, _work(batch, segments, beam_size))
         return result
 

@@ -211,7 +211,7 @@ def test_guard_settings_are_validated() -> None:
 
 @pytest.mark.parametrize("width", [24, 1_000, 65_001])
 def test_candidate_columns_hold_each_rows_best_entries(width: int) -> None:
-    from handler.decoding import _candidate_columns
+    from handler.decoding import candidate_columns
 
     generator = np.random.default_rng(width)
     log_probs = generator.normal(size=(6, width)).astype(np.float32)
@@ -220,7 +220,7 @@ def test_candidate_columns_hold_each_rows_best_entries(width: int) -> None:
     log_probs[2, ::2] = -np.inf  # half of a row banned
     log_probs[3, -3:] = 50.0  # the best entries in the columns after the last whole block
     for k in (2, 4, 8):
-        columns = _candidate_columns(log_probs, k)
+        columns = candidate_columns(log_probs, k)
         for row in range(len(log_probs)):
             best = set(np.argsort(-log_probs[row], kind="stable")[:k][np.isfinite(np.sort(-log_probs[row])[:k])])
             assert best <= set(columns[row].tolist())

@@ -1,0 +1,191 @@
+"""CSANMT's beam search: modelscope's ``CsanmtForTranslation.beam_search`` (THUMT's), step for step, over a step model.
+
+modelscope 1.40.2, ``models/nlp/csanmt/translation.py`` (T:514-819), reproduced in float32 arithmetic in the
+same order, so the ids and the scores are modelscope's:
+
+* every sentence starts with ``beam_size`` copies of one empty hypothesis, the first with log-probability 0 and
+  the others with float32's lowest value (only the first is expanded on the first step);
+* at step ``t`` (0-based) the scores are ``(hypothesis log-probability + token log-probability) / lp(t + 1)``
+  with the GNMT length penalty ``lp(n) = ((5 + n) / 6) ** alpha`` (``lp_rate``, 0.6);
+* the ``2 * beam_size`` best scores over all beams x vocabulary (ties: the lower beam x vocabulary index first,
+  as ``tf.nn.top_k``) are the candidates; the ``beam_size`` best that are not the end-of-sentence id 0 continue
+  (their log-probability is their score times ``lp(t + 1)``); every candidate that ends (not only the first
+  ``beam_size``) competes with the finished hypotheses for the ``beam_size`` finished slots, by score;
+* a sentence is done when its worst finished score (over the slots holding a finished hypothesis) is greater
+  than its best running log-probability divided by ``lp(max_length)``; the search stops after ``max_length``
+  steps in any case, so an output holds at most ``max_length`` tokens, the end-of-sentence id included;
+* the result is the finished hypotheses when there is at least one, otherwise the running ones (with their
+  scores); modelscope's postprocess takes beam 0 and cuts it at the first 0.
+
+Two differences, neither changing beam 0 (the translation) nor its score: a done sentence leaves the batch at
+once (modelscope keeps stepping every sentence until all of them are done, which can only fill the lower finished
+slots of a done sentence, never beat its beam 0), and beam size 1 is this same search with one beam, not
+argmax greedy (modelscope has no other greedy search: its beam size 1 keeps the best token that does not end as
+the running hypothesis while an ending one waits in the finished slot).
+
+Two optional rules modelscope does not have (off unless asked for): the repetition guard
+(``handler.decoding.ban_repetitions``) and a minimum length; both set the banned tokens' log-probabilities to
+-inf before the candidates are chosen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from handler.decoding import RepetitionGuard, StepModel, ban_repetitions, candidate_columns, top_k
+
+LOWEST = np.finfo(np.float32).min  # tf.float32.min: the excluded-hypothesis score
+EOS_ID = 0
+GNMT_BASE = np.float32(5.0)
+GNMT_DIVISOR = np.float32(6.0)
+
+
+def gnmt_length_penalty(length: int, alpha: float) -> np.float32:
+    """``((5 + length) / 6) ** alpha`` in float32, as modelscope computes it."""
+    base = (GNMT_BASE + np.float32(length)) / GNMT_DIVISOR
+    return np.float32(np.power(np.float32(base), np.float32(alpha)))
+
+
+@dataclass(frozen=True)
+class CsanmtSearchResult:
+    """Per source row: the ``beam_size`` final hypotheses (ids without the end-of-sentence id, best first) and
+    their scores, modelscope's ``output_seqs`` and ``output_scores`` (``best`` = what its postprocess takes)."""
+
+    beams: list[list[list[int]]]
+    scores: np.ndarray  # float32 [rows, beam_size]
+
+    @property
+    def best(self) -> list[list[int]]:
+        return [beams[0] for beams in self.beams]
+
+
+def _cut(tokens: np.ndarray) -> list[int]:
+    ids: list[int] = tokens.tolist()
+    return ids[: ids.index(EOS_ID)] if EOS_ID in ids else ids
+
+
+def _stable_top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest entries of each row, largest first, ties in index order (``tf.nn.top_k``)."""
+    return np.argsort(-scores, axis=1, kind="stable")[:, :k]
+
+
+def _take(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """``array[b, indices[b, i], ...]`` for arrays shaped [sentences, slots, ...]."""
+    expanded = indices.reshape(indices.shape + (1,) * (array.ndim - 2))
+    return np.take_along_axis(array, expanded, axis=1)
+
+
+def csanmt_beam_search(
+    model: StepModel,
+    input_ids: np.ndarray,
+    attention_mask: np.ndarray,
+    *,
+    beam_size: int,
+    max_length: int,
+    alpha: float = 0.6,
+    repetition_guard: RepetitionGuard | None = None,
+    min_length: int = 0,
+) -> CsanmtSearchResult:
+    """modelscope's beam search on every row of the padded source batch (see the module docstring)."""
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1; got {beam_size}")
+    if max_length < 1:
+        raise ValueError(f"max_length must be at least 1 (it counts the end-of-sentence token); got {max_length}")
+    if min_length < 0:
+        raise ValueError(f"min_length must be at least 0; got {min_length}")
+    beams = beam_size
+    batch = input_ids.shape[0]
+    cross = model.encode(input_ids, attention_mask)
+    expand = np.repeat(np.arange(batch), beams)
+    cross = [array[expand] for array in cross]
+    mask = np.asarray(attention_mask, dtype=np.int64)[expand]
+    past = model.empty_past(batch * beams)
+    max_penalty = gnmt_length_penalty(max_length, alpha)
+
+    items = np.arange(batch)  # original row of each sentence still searching
+    seqs = np.zeros((batch, beams, 0), dtype=np.int64)  # running hypotheses: the tokens chosen so far
+    log_probs = np.full((batch, beams), LOWEST, dtype=np.float32)
+    log_probs[:, 0] = 0.0
+    alive_scores = np.zeros((batch, beams), dtype=np.float32)
+    fin_flags = np.zeros((batch, beams), dtype=bool)
+    fin_seqs = np.zeros((batch, beams, 0), dtype=np.int64)
+    fin_scores = np.full((batch, beams), LOWEST, dtype=np.float32)
+    results: list[tuple[np.ndarray, np.ndarray]] = [(fin_seqs[0], fin_scores[0])] * batch if batch else []
+
+    def finish(positions: np.ndarray) -> None:
+        for position in positions.tolist():
+            if fin_flags[position].any():
+                results[items[position]] = (fin_seqs[position], fin_scores[position])
+            else:
+                results[items[position]] = (seqs[position], alive_scores[position])
+
+    with np.errstate(over="ignore"):  # float32's lowest plus a negative score is -inf, as in TensorFlow
+        for time in range(max_length):
+            # modelscope's loop condition, per sentence: done when no running hypothesis can still get in
+            worst_finished = np.min(fin_scores * fin_flags.astype(np.float32), axis=1)
+            worst_finished = worst_finished + LOWEST * (~fin_flags.any(axis=1)).astype(np.float32)
+            done = worst_finished > log_probs[:, 0] / max_penalty
+            if done.any():
+                finish(np.flatnonzero(done))
+                keep = np.flatnonzero(~done)
+                if keep.size == 0:
+                    break
+                rows = (keep[:, None] * beams + np.arange(beams)).reshape(-1)
+                items, seqs, log_probs, alive_scores = items[keep], seqs[keep], log_probs[keep], alive_scores[keep]
+                fin_flags, fin_seqs, fin_scores = fin_flags[keep], fin_seqs[keep], fin_scores[keep]
+                past = [array[rows] for array in past]
+                cross = [array[rows] for array in cross]
+                mask = mask[rows]
+            live = items.shape[0]
+            flat_seqs = seqs.reshape(live * beams, time)
+            previous = flat_seqs[:, -1:] if time else np.zeros((live * beams, 1), dtype=np.int64)
+            step_log_probs, present = model.step(previous, mask, past, cross)
+            step_log_probs = np.array(step_log_probs, dtype=np.float32)
+            if time < min_length:
+                step_log_probs[:, EOS_ID] = -np.inf
+            if repetition_guard is not None:
+                ban_repetitions(step_log_probs, flat_seqs, time, repetition_guard)
+            vocab = step_log_probs.shape[1]
+            penalty = gnmt_length_penalty(time + 1, alpha)
+            scores = (log_probs.reshape(-1, 1) + step_log_probs) / penalty  # [live * beams, vocab]
+            scores = scores.reshape(live, beams * vocab)
+
+            columns = candidate_columns(scores, 2 * beams)
+            top = top_k(np.take_along_axis(scores, columns, axis=1), 2 * beams, ties=columns)
+            top_indices = np.take_along_axis(columns, top, axis=1)
+            top_scores = np.take_along_axis(scores, top_indices, axis=1)
+            beam_indices, symbols = top_indices // vocab, top_indices % vocab
+            candidate_seqs = np.concatenate([_take(seqs, beam_indices), symbols[:, :, None]], axis=2)
+            flags = symbols == EOS_ID
+
+            # the best candidates that do not end continue
+            suppressed = top_scores + flags.astype(np.float32) * LOWEST
+            alive = _stable_top(suppressed, beams)
+            alive_scores = np.take_along_axis(suppressed, alive, axis=1)
+            alive_beams = np.take_along_axis(beam_indices, alive, axis=1)
+            seqs = _take(candidate_seqs, alive)
+            log_probs = alive_scores * penalty
+            parent_rows = (np.arange(live)[:, None] * beams + alive_beams).reshape(-1)
+            if np.array_equal(parent_rows, np.arange(parent_rows.size)):
+                past = present
+            else:
+                past = [array[parent_rows] for array in present]
+
+            # every candidate that ends competes with the finished hypotheses
+            step_fin_scores = top_scores + (np.float32(1.0) - flags.astype(np.float32)) * LOWEST
+            merged_flags = np.concatenate([fin_flags, flags], axis=1)
+            merged_scores = np.concatenate([fin_scores, step_fin_scores], axis=1)
+            chosen = _stable_top(merged_scores, beams)
+            fin_scores = np.take_along_axis(merged_scores, chosen, axis=1)
+            fin_flags = np.take_along_axis(merged_flags, chosen, axis=1)
+            padded = np.concatenate([fin_seqs, np.zeros((live, beams, 1), dtype=np.int64)], axis=2)
+            fin_seqs = _take(np.concatenate([padded, candidate_seqs], axis=1), chosen)
+        else:
+            finish(np.arange(items.shape[0]))
+
+    return CsanmtSearchResult(
+        beams=[[_cut(row) for row in sequences] for sequences, _ in results],
+        scores=np.stack([np.asarray(scores, dtype=np.float32) for _, scores in results]),
+    )

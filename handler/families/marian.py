@@ -1,0 +1,80 @@
+"""The Marian family (OPUS-MT and the embedded default model): SentencePiece, cross K/V, transformers' searches.
+
+* Graph contract: the encoder emits ``cross_key.{i}`` / ``cross_value.{i}`` per decoder layer, nothing else.
+* Tokenizer: ``handler.tokenizer.SentencePieceTokenizer`` (``source.spm``, ``target.spm``, ``vocab.json``).
+* Decoding protocol: ``handler.decoding``'s greedy search (beam size 1) and beam search, token for token
+  transformers' ``generate`` with OPUS-MT's settings; the score of a hypothesis is
+  ``sum(log p) / length ** length_penalty`` (default 1.0, transformers' default).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from handler import bundle
+from handler.bundle import Manifest, ModelSpec
+from handler.decoding import StepModel, beam_search, greedy_search
+from handler.errors import BundleError
+from handler.families.base import GraphContract, SearchRequest, cross_attention_names
+from handler.tokenizer import SentencePieceTokenizer
+
+NAME = bundle.FAMILY_MARIAN
+DEFAULT_LENGTH_PENALTY = 1.0
+
+
+def graph_contract(decoder_layers: int) -> GraphContract:
+    return GraphContract(family=NAME, decoder_layers=decoder_layers, per_sentence=cross_attention_names(decoder_layers))
+
+
+class MarianDecoding:
+    """Greedy search for beam size 1, otherwise transformers-compatible beam search."""
+
+    def search(
+        self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest
+    ) -> list[list[int]]:
+        if request.beam_size == 1:
+            return greedy_search(
+                model,
+                input_ids,
+                attention_mask,
+                request.max_new_tokens,
+                repetition_guard=request.repetition_guard,
+                min_new_tokens=request.min_new_tokens,
+            )
+        length_penalty = DEFAULT_LENGTH_PENALTY if request.length_penalty is None else request.length_penalty
+        return beam_search(
+            model,
+            input_ids,
+            attention_mask,
+            request.max_new_tokens,
+            beam_size=request.beam_size,
+            length_penalty=length_penalty,
+            repetition_guard=request.repetition_guard,
+            min_new_tokens=request.min_new_tokens,
+        )
+
+
+class MarianFamily:
+    name = NAME
+
+    def graph_contract(self, spec: ModelSpec) -> GraphContract:
+        return graph_contract(spec.decoder_layers)
+
+    def tokenizer_files(self, manifest: Manifest) -> tuple[str, ...]:
+        return bundle.TOKENIZER_FILES
+
+    def load_tokenizer(self, bundle_dir: Path, manifest: Manifest) -> SentencePieceTokenizer:
+        spec = manifest.model
+        tokenizer = SentencePieceTokenizer.from_bundle(bundle_dir, spec, manifest.normalization)
+        if tokenizer.vocab_size > spec.vocab_size:
+            raise BundleError(
+                f"{bundle_dir / bundle.VOCAB_JSON} has {tokenizer.vocab_size:,} entries, but {bundle.MANIFEST} says "
+                f"the model's vocabulary has {spec.vocab_size:,}; rebuild the bundle with: python -m build.export "
+                f"--model {manifest.source_model} --out {bundle_dir} --force"
+            )
+        return tokenizer
+
+    def decoding(self, manifest: Manifest) -> MarianDecoding:
+        return MarianDecoding()
