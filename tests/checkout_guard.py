@@ -4,9 +4,10 @@ A user who clones the repository has no ``../shared`` folder (or anything else) 
 exercise may read there. ``install`` adds a Python audit hook (PEP 578) that sees every ``open``, ``os.listdir`` and
 ``os.scandir`` of this process: a path inside the checkout's parent folder but outside the checkout raises
 ``OutsideCheckoutError`` at once and is recorded, so that the session fails even if some code caught the error.
-Temporary folders, the interpreter and the virtual environment are outside the parent folder or explicitly
-allowed. When the checkout sits directly in ``/`` or in the temporary folder, its parent holds the system or
-everyone's temporary files; the guard then forbids only a ``shared`` folder beside the checkout.
+The temporary folder, the interpreter and the virtual environment stay readable, unless one of them holds the
+checkout's parent (a checkout made in the temporary folder): then only what lies outside the parent is. When the
+checkout sits directly in ``/`` or in the temporary folder, its parent holds the system or everyone's temporary
+files; the guard then forbids only a ``shared`` folder beside the checkout.
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ class CheckoutGuard:
         temp = os.path.realpath(tempfile.gettempdir())
         broad_parent = parent == os.sep or os.path.realpath(parent) == temp
         self.forbidden = [str(checkout.parent / "shared")] if broad_parent else [parent]
-        self.allowed = [self.checkout, temp, sys.prefix, sys.base_prefix, sys.exec_prefix]
+        # a folder that holds the forbidden one (the temporary folder holding a checkout made there) allows nothing
+        candidates = [temp, sys.prefix, sys.base_prefix, sys.exec_prefix]
+        self.allowed = [self.checkout] + [
+            folder for folder in candidates if not any(_within(root, folder) for root in self.forbidden)
+        ]
         self.violations: list[str] = []
         self._suspended = threading.local()
 

@@ -54,3 +54,13 @@ def test_a_session_fails_when_code_swallows_the_guards_error() -> None:
     assert result.returncode != 0, result.stdout
     assert "read(s) outside the checkout" in result.stdout
     assert "1 passed" in result.stdout  # the probe's own test passed: only the guard failed the session
+
+
+def test_a_checkout_made_inside_the_temporary_folder_is_still_guarded() -> None:
+    import tempfile
+
+    clone = Path(tempfile.gettempdir()) / "fresh" / "clone"
+    guard = CheckoutGuard(clone)
+    assert guard.is_outside(str(clone.parent / "shared" / "corpus" / "dev.zh-en.tsv.gz"))
+    assert not guard.is_outside(str(clone / "data" / "corpus" / "dev.zh-en.tsv.gz"))
+    assert not guard.is_outside(str(Path(tempfile.gettempdir()) / "pytest-of-root" / "x"))

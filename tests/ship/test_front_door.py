@@ -139,7 +139,9 @@ def test_local_run_script_serves_the_page_and_translates(tiny_bundle_dir: Path) 
         with urllib.request.urlopen(base, timeout=30) as page:
             assert page.headers["Content-Type"].startswith("text/html")
         request = urllib.request.Request(
-            base + "translate", data=json.dumps({"text": "你好"}).encode(), headers={"Content-Type": "application/json"}
+            base + "translate",
+            data=json.dumps({"text": "今天天气很好，我们去公园散步吧。"}).encode(),  # tiny model: "你好" ends at once
+            headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=60) as response:
             assert json.load(response)["translation"].strip()
