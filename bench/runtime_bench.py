@@ -4,13 +4,13 @@
 
 Builds (once, cached in ``.bench/runtime/``) a random MarianMTModel with opus-mt-zh-en's dimensions (d_model 512,
 6 + 6 layers, 8 heads, FFN 2048, vocabulary 65,001, swish, tied embeddings) and a SentencePiece tokenizer trained
-on the shared dev set (its vocabulary padded with filler entries to 65,001 ids), exports it with
+on the repository's dev set (its vocabulary padded with filler entries to 65,001 ids), exports it with
 ``build.export.export_bundle`` (verification thresholds for a random model, below), and prints in one table:
 
 * FP32 vs INT8 graph bytes;
 * cold start of this runtime in a fresh process (import, load, warm-up) and of transformers (import, load);
 * batch-1 and batch-16 greedy tokens/s with a forced output length (``FORCED_TOKENS`` tokens, ``</s>`` banned
-  until then), batch-1 beam-4 latency, and each process's peak RSS (``ru_maxrss``);
+  until then), batch-1 beam-4 latency, and each process's own peak RSS (``VmHWM``, see ``bench/memory.py``);
 * this runtime with ONNX Runtime thread spinning off and on;
 
 with the ratios and pass/fail against the targets: INT8 graphs <= 30 % of FP32, peak RSS <= 450 MB, batch-16
@@ -23,13 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.memory import peak_rss_mb
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO_ROOT / ".bench" / "runtime"  # holds checkpoint/ and bundle/, built once
@@ -57,7 +58,7 @@ TARGETS = {"int8_share_of_fp32": 0.30, "peak_rss_mb": 450.0, "speedup_batch16": 
 
 
 def bench_sentences(count: int = 16) -> list[str]:
-    """Chinese sentences of everyday length from the shared dev set (the same for every engine)."""
+    """Chinese sentences of everyday length from the repository's dev set (the same for every engine)."""
     from build import corpus
 
     chosen = [pair.zh for pair in corpus.dev_pairs() if 12 <= len(pair.zh) <= 40]
@@ -116,10 +117,6 @@ def build_bundle(work_dir: Path, rebuild: bool) -> dict[str, Any]:
 # --- measurements (each in a fresh process) ------------------------------------------------------------------
 
 
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _timed(function: Any, repeats: int) -> float:
     """Median seconds of ``repeats`` calls."""
     times = []
@@ -168,7 +165,7 @@ def measure_runtime(work_dir: Path, threads: int, spinning: bool, repeats: int) 
     )
     result["translate_s"] = _timed(lambda: service.translate_many(sentences[:4]), 1)
     result.update(measure_finished_rows(loaded, encoded, repeats))
-    result["peak_rss_mb"] = _peak_rss_mb()
+    result["peak_rss_mb"] = peak_rss_mb()
     return result
 
 
@@ -241,7 +238,7 @@ def measure_transformers(work_dir: Path, threads: int, repeats: int) -> dict[str
         seconds = _timed(lambda batch_size=batch_size: generate(batch_size), repeats)
         result[f"batch{batch_size}_tokens_per_s"] = batch_size * FORCED_TOKENS / seconds
     result["beam4_batch1_s"] = _timed(lambda: generate(1, BEAM_SIZE), repeats)
-    result["peak_rss_mb"] = _peak_rss_mb()
+    result["peak_rss_mb"] = peak_rss_mb()
     return result
 
 
@@ -307,13 +304,12 @@ def report(sizes: dict[str, Any], engines: dict[str, dict[str, Any]], threads: i
         f"after a one-off {ours['drop_copy_ms']:.1f} ms copy (dropping, what the runtime does)"
     )
     spinning = engines["runtime (spinning on)"]
-    faster = "off" if ours["batch1_tokens_per_s"] >= spinning["batch1_tokens_per_s"] else "on"
-    lines.append(
-        f"thread spinning: batch-1 {ours['batch1_tokens_per_s']:.1f} (off) vs "
-        f"{spinning['batch1_tokens_per_s']:.1f} (on) tok/s, batch-16 {ours['batch16_tokens_per_s']:.1f} vs "
-        f"{spinning['batch16_tokens_per_s']:.1f}: "
-        f"faster with spinning {faster}"
-    )
+    verdicts = []
+    for batch_size in BATCH_SIZES:
+        off, on = ours[f"batch{batch_size}_tokens_per_s"], spinning[f"batch{batch_size}_tokens_per_s"]
+        faster = "off" if off >= on else "on"
+        verdicts.append(f"batch-{batch_size} {off:.1f} (off) vs {on:.1f} (on) tok/s: faster {faster}")
+    lines.append(f"thread spinning: {'; '.join(verdicts)}")
     return "\n".join(lines)
 
 
