@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from handler.errors import ConfigurationError
+from handler.glossary import Glossary, load_glossary
 
 # --- environment variable names -------------------------------------------------------------------------
 ENV_BUNDLE_DIR = "TRANSLATE_BUNDLE_DIR"
@@ -28,6 +29,7 @@ ENV_CORS_ORIGINS = "TRANSLATE_CORS_ORIGINS"
 ENV_OUTPUT_BUCKET = "TRANSLATE_OUTPUT_BUCKET"
 ENV_OUTPUT_PREFIX = "TRANSLATE_OUTPUT_PREFIX"
 ENV_DEADLINE_MARGIN_S = "TRANSLATE_DEADLINE_MARGIN_S"
+ENV_GLOSSARY_FILE = "TRANSLATE_GLOSSARY_FILE"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BUNDLE_DIR = REPO_ROOT / "model_artifacts" / "default"
@@ -52,6 +54,7 @@ class RuntimeConfig:
     output_bucket: str = ""  # file events: where translations go ("" = the input bucket)
     output_prefix: str = "translated/"
     deadline_margin_s: float = 10.0  # stop file work this long before the platform's deadline
+    glossary_file: Path | None = None  # the deployment's glossary (JSON object or TSV), for every request and file
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str, str]] = [
@@ -90,6 +93,10 @@ class RuntimeConfig:
 
     def with_overrides(self, **overrides: Any) -> RuntimeConfig:
         return replace(self, **overrides)
+
+    def load_glossary(self) -> Glossary:
+        """The deployment's glossary (empty without ``glossary_file``); ``ConfigurationError`` names the variable."""
+        return load_glossary(self.glossary_file, ENV_GLOSSARY_FILE) if self.glossary_file else Glossary()
 
 
 T = TypeVar("T")
@@ -138,6 +145,7 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_OUTPUT_BUCKET: "output_bucket",
     ENV_OUTPUT_PREFIX: "output_prefix",
     ENV_DEADLINE_MARGIN_S: "deadline_margin_s",
+    ENV_GLOSSARY_FILE: "glossary_file",
 }
 
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
@@ -154,6 +162,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "output_bucket": lambda _variable, raw: raw,
     "output_prefix": lambda _variable, raw: raw,
     "deadline_margin_s": _number(float, "a number"),
+    "glossary_file": lambda _variable, raw: Path(raw),
 }
 
 assert set(_PARSERS) == set(_FIELD_BY_ENV.values()) == {f.name for f in fields(RuntimeConfig)}

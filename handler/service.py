@@ -26,10 +26,21 @@ from handler.cleaning import clean_translation
 from handler.config import ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
 from handler.families.base import SearchRequest
+from handler.glossary import Glossary
 from handler.loader import LoadedModel
+from handler.markup import FORMATS, parse_markup
 from handler.segmentation import Document, split_document
+from handler.spans import ProtectedSpan, SpanKind, Translation, translate_protected
 
-OPTION_NAMES = ("beam_size", "length_penalty", "max_length_ratio", "repetition_guard")
+OPTION_NAMES = (
+    "beam_size",
+    "length_penalty",
+    "max_length_ratio",
+    "repetition_guard",
+    "format",
+    "glossary",
+    "protect_spans",
+)
 LENGTH_PENALTY_RANGE = (0.0, 2.0)
 MAX_LENGTH_RATIO_RANGE = (1.0, 4.0)
 EXTRA_NEW_TOKENS = 10  # output tokens allowed on top of max_length_ratio x source tokens
@@ -58,7 +69,11 @@ class TranslateOptions:
     # log-probabilities / length ** 1.0; CSANMT: the bundle's GNMT alpha, 0.6; see handler.families)
     length_penalty: float | None = None
     max_length_ratio: float = 2.0  # output tokens <= ratio x source tokens + 10 (and < the model's positions)
-    repetition_guard: bool = True  # ban repeated 3-grams and runs of one token (degenerate loops)
+    repetition_guard: bool = True  # ban degenerate loops (see handler.decoding.RepetitionGuard)
+    format: str = "text"  # "text", "html" (text nodes, alt/title) or "markdown" (see handler.markup)
+    # the request's glossary, merged over the deployment's (TRANSLATE_GLOSSARY_FILE); a mapping becomes a Glossary
+    glossary: Glossary | None = None
+    protect_spans: bool = True  # URLs, numbers, code, names... come out intact (see handler.spans); false = raw model
 
     def __post_init__(self) -> None:
         if self.beam_size is not None and not (
@@ -78,8 +93,13 @@ class TranslateOptions:
                 continue
             if not (_is_number(value) and math.isfinite(value) and low <= value <= high):
                 raise InvalidRequestError(f"{name} must be a number from {low} to {high}; got {_shown(value)}")
-        if not isinstance(self.repetition_guard, bool):
-            raise InvalidRequestError(f"repetition_guard must be true or false; got {_shown(self.repetition_guard)}")
+        for name in ("repetition_guard", "protect_spans"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidRequestError(f"{name} must be true or false; got {_shown(getattr(self, name))}")
+        if self.format not in FORMATS:
+            raise InvalidRequestError(f"format must be one of {', '.join(FORMATS)}; got {_shown(self.format)}")
+        if self.glossary is not None and not isinstance(self.glossary, Glossary):
+            object.__setattr__(self, "glossary", Glossary.from_mapping(self.glossary))
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, object]) -> TranslateOptions:
@@ -94,6 +114,14 @@ class TranslateOptions:
             )
         values = {key: value for key, value in data.items() if value is not None}
         return cls(**values)  # type: ignore[arg-type]  # __post_init__ checks every type
+
+
+@dataclass(frozen=True)
+class TextTranslation:
+    """One text's translation and the protected spans it carries (glossary hits among them)."""
+
+    text: str
+    spans: tuple[ProtectedSpan, ...] = ()
 
 
 class ThroughputMeter:
@@ -132,9 +160,10 @@ class _Segments:
 class TranslationService:
     """Translates Chinese text with one loaded model, under the limits of one ``RuntimeConfig``."""
 
-    def __init__(self, model: LoadedModel, config: RuntimeConfig) -> None:
+    def __init__(self, model: LoadedModel, config: RuntimeConfig, glossary: Glossary | None = None) -> None:
         self.model = model
         self.config = config
+        self.glossary = glossary if glossary is not None else config.load_glossary()  # the deployment's
         self._tokenizer = model.tokenizer
         self._spec = model.spec
         self._bundle_hash = model.manifest.bundle_hash()
@@ -166,9 +195,14 @@ class TranslationService:
 
     def translate_many(self, texts: Sequence[str], options: TranslateOptions | None = None) -> list[str]:
         """Each text's translation, in order, within ``max_texts`` texts and ``max_chars`` characters in all."""
+        return [result.text for result in self.translate_detailed(texts, options)]
+
+    def translate_detailed(
+        self, texts: Sequence[str], options: TranslateOptions | None = None
+    ) -> list[TextTranslation]:
+        """``translate_many`` with the protected spans and glossary hits of each translation."""
         self._check_request(texts)
-        documents = [self._split(text) for text in texts]
-        return self._translate(documents, options or TranslateOptions(), None, None)
+        return self._translate(list(texts), options or TranslateOptions(), None, None)
 
     def translate_document(
         self,
@@ -186,7 +220,7 @@ class TranslationService:
         """
         if not isinstance(text, str):
             raise InvalidRequestError(f"the document must be a string; got {type(text).__name__}")
-        return self._translate([self._split(text)], options or TranslateOptions(), deadline, progress)[0]
+        return self._translate([text], options or TranslateOptions(), deadline, progress)[0].text
 
     # --- validation -----------------------------------------------------------------------------------------
 
@@ -215,27 +249,68 @@ class TranslationService:
 
     # --- translation ----------------------------------------------------------------------------------------
 
-    def _segments(self, documents: Sequence[Document]) -> _Segments:
+    def _segments(self, inputs: Sequence[str]) -> _Segments:
         index: dict[str, int] = {}
         characters: list[int] = []
-        for document in documents:
-            for segment in document.segments:
-                position = index.setdefault(segment.text, len(index))
-                if position == len(characters):
-                    characters.append(0)
-                characters[position] += len(segment.text)
+        for text in inputs:
+            position = index.setdefault(text, len(index))
+            if position == len(characters):
+                characters.append(0)
+            characters[position] += len(text)
         texts = list(index)
         encoded = self._tokenizer.encode_batch(texts) if texts else []
         return _Segments(texts, characters, encoded)
 
     def _translate(
         self,
-        documents: Sequence[Document],
+        texts: Sequence[str],
         options: TranslateOptions,
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
+    ) -> list[TextTranslation]:
+        """Markup -> blocks -> segments -> protected translation (``handler.spans``) -> blocks -> markup."""
+        markups = [parse_markup(text, options.format) for text in texts]
+        documents = [[self._split(block) for block in markup.blocks] for markup in markups]
+        sources = list(dict.fromkeys(t for blocks in documents for document in blocks for t in document.texts))
+        total = sum(len(t) for blocks in documents for document in blocks for t in document.texts)
+        rounds = 0
+
+        def model(inputs: Sequence[str]) -> list[str]:
+            nonlocal rounds
+            rounds += 1  # progress follows the first round; stitching (a second one) is a small remainder
+            return self._model_translate(inputs, options, deadline, progress if rounds == 1 else None, total)
+
+        if options.protect_spans:
+            glossary = self.glossary.merged(options.glossary).as_dict()
+            found = translate_protected(sources, model, glossary)
+        else:
+            found = [Translation(text, "plain", ()) for text in (model(sources) if sources else [])]
+        results = dict(zip(sources, found, strict=True))
+        translations = []
+        for markup, blocks in zip(markups, documents, strict=True):
+            english = [document.join([results[t].text for t in document.texts]) for document in blocks]
+            spans = tuple(
+                span
+                for document in blocks
+                for t in document.texts
+                for span in results[t].spans
+                if span.kind is not SpanKind.MARKUP
+            )
+            translations.append(TextTranslation(markup.rebuild(english), spans))
+        if progress is not None:
+            progress(total, total)
+        return translations
+
+    def _model_translate(
+        self,
+        inputs: Sequence[str],
+        options: TranslateOptions,
+        deadline: float | None,
+        progress: Callable[[int, int], None] | None,
+        total: int,
     ) -> list[str]:
-        segments = self._segments(documents)
+        """The model's cleaned translation of each input text (one segment each)."""
+        segments = self._segments(inputs)
         beam_size = options.beam_size or self.config.beam_size
         batches = plan_batches(
             [len(ids) for ids in segments.encoded], max_tokens=self.config.batch_tokens, beam_size=beam_size
@@ -249,13 +324,13 @@ class TranslationService:
                 outputs.append(self._decode(batch, segments, options, beam_size))
                 done += sum(segments.characters[index] for index in batch.indices)
                 if progress is not None:
-                    progress(done, segments.total_characters)
+                    progress(done * total // max(1, segments.total_characters), total)
         tokens = restore_order(batches, outputs, len(segments.texts))
         translations = {
             text: clean_translation(self._tokenizer.decode(ids))
             for text, ids in zip(segments.texts, tokens, strict=True)
         }
-        return [document.join([translations[text] for text in document.texts]) for document in documents]
+        return [translations[text] for text in inputs]
 
     def max_new_tokens(self, source_tokens: int, options: TranslateOptions) -> int:
         """Decoding steps for a source of ``source_tokens`` tokens (the end-of-sentence token included)."""

@@ -1,0 +1,154 @@
+"""Numbers written with digits and a Chinese unit, as the English amount or date they mean.
+
+A model translating ``1.25亿元`` has to multiply, and small models get it wrong ("1.25 billion", "125 yuan").
+``find_amounts`` finds such numbers and says what English they are, so the service can put that English in the
+output as a protected span (``handler.spans``):
+
+* amounts: ``3万`` -> ``30,000``; ``1.25亿元`` -> ``125 million yuan``; ``5万亿美元`` -> ``5 trillion US dollars``;
+  ``2.5千`` -> ``2,500``; ``800元`` -> ``800 yuan``. Below a million the amount is written in full with thousands
+  separators; from a million on as ``<number> million|billion|trillion`` (at most three decimals, trailing zeros
+  dropped).
+* dates: ``2024年3月15日`` -> ``March 15, 2024``; ``2024年3月`` -> ``March 2024``; ``3月15日`` -> ``March 15``;
+  ``2024年`` (four digits) -> ``2024``. A month outside 1-12 or a day outside 1-31 is not a date.
+
+Only digits count (ASCII or full-width, with ``,`` thousands separators and a ``.`` decimal point): numbers
+spelled in Chinese characters (三万) are the model's to translate.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+# multipliers, longest first so that 万亿 wins over 万
+MULTIPLIERS: dict[str, int] = {
+    "万亿": 10**12,
+    "千亿": 10**11,
+    "百亿": 10**10,
+    "十亿": 10**9,
+    "千万": 10**7,
+    "百万": 10**6,
+    "十万": 10**5,
+    "亿": 10**8,
+    "万": 10**4,
+    "千": 10**3,
+}
+CURRENCIES: dict[str, str] = {
+    "人民币": "yuan",
+    "美元": "US dollars",
+    "欧元": "euros",
+    "日元": "yen",
+    "英镑": "pounds",
+    "港元": "Hong Kong dollars",
+    "港币": "Hong Kong dollars",
+    "元": "yuan",
+}
+MONTHS = "January February March April May June July August September October November December".split()
+_SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"))
+
+_NUMBER = r"[0-9０-９]+(?:[,，][0-9０-９]{3})*(?:[.．][0-9０-９]+)?"
+_INTEGER = r"[0-9０-９]{1,4}"
+
+
+def _alternatives(words: Mapping[str, object]) -> str:
+    return "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+
+
+# a digit before the number means we are inside a longer one; a letter, inside an identifier (v3万 is odd enough)
+_AMOUNT = re.compile(
+    rf"(?<![0-9０-９.,A-Za-z])(?P<number>{_NUMBER})(?:(?P<multiplier>{_alternatives(MULTIPLIERS)})"
+    rf"(?P<currency>{_alternatives(CURRENCIES)})?|(?P<only_currency>{_alternatives(CURRENCIES)}))"
+)
+_DATE = re.compile(
+    rf"(?<![0-9０-９.,A-Za-z])(?:(?P<year>[0-9０-９]{{4}})年)?(?:(?P<month>{_INTEGER})月(?:(?P<day>{_INTEGER})[日号])?)?"
+)
+
+
+@dataclass(frozen=True)
+class Amount:
+    """``text[start:end]`` is a number with a Chinese unit that means ``english``."""
+
+    start: int
+    end: int
+    english: str
+    kind: str  # "amount" or "date"
+
+
+def find_amounts(text: str) -> list[Amount]:
+    """Every amount and date in ``text``, in order, not overlapping (dates first: ``2024年`` is not an amount)."""
+    found: list[Amount] = []
+    taken: list[tuple[int, int]] = []
+    for match in _DATE.finditer(text):
+        english = _date(match)
+        if english is not None:
+            found.append(Amount(match.start(), match.end(), english, "date"))
+            taken.append((match.start(), match.end()))
+    for match in _AMOUNT.finditer(text):
+        if any(start < match.end() and match.start() < end for start, end in taken):
+            continue
+        english = _amount(match)
+        if english is not None:
+            found.append(Amount(match.start(), match.end(), english, "amount"))
+    return sorted(found, key=lambda amount: amount.start)
+
+
+def _digits(raw: str) -> str:
+    """ASCII digits and point of a number, thousands separators removed."""
+    return unicodedata.normalize("NFKC", raw).replace(",", "").replace("，", "")
+
+
+def _date(match: re.Match[str]) -> str | None:
+    year, month, day = match.group("year"), match.group("month"), match.group("day")
+    if not (year or month):
+        return None
+    if year and not month:
+        # a bare year: only when 年 is not the start of a longer unit word (2024年度 is still 2024)
+        return _digits(year)
+    month_number = int(_digits(month))
+    if not 1 <= month_number <= 12:
+        return None
+    name = MONTHS[month_number - 1]
+    if day is not None:
+        day_number = int(_digits(day))
+        if not 1 <= day_number <= 31:
+            return None
+        named = f"{name} {day_number}"
+        return f"{named}, {_digits(year)}" if year else named
+    return f"{name} {_digits(year)}" if year else None
+
+
+def _amount(match: re.Match[str]) -> str | None:
+    try:
+        number = Decimal(_digits(match.group("number")))
+    except InvalidOperation:  # pragma: no cover - the pattern only admits digits and one point
+        return None
+    multiplier = match.group("multiplier")
+    currency = match.group("currency") or match.group("only_currency")
+    value = number * MULTIPLIERS[multiplier] if multiplier else number
+    words = format_amount(value) if multiplier else _plain(match.group("number"))
+    return f"{words} {CURRENCIES[currency]}" if currency else words
+
+
+def format_amount(value: Decimal) -> str:
+    """``30000`` -> ``30,000``; ``125000000`` -> ``125 million``; ``1234567.8`` -> ``1.235 million``."""
+    for scale, word in _SCALES:
+        if value >= scale:
+            scaled = (value / scale).quantize(Decimal("0.001")).normalize()
+            return f"{_decimal_text(scaled)} {word}"
+    if value == value.to_integral_value():
+        return f"{int(value):,}"
+    integral, _, fraction = _decimal_text(value.normalize()).partition(".")
+    return f"{int(integral):,}.{fraction}"
+
+
+def _decimal_text(value: Decimal) -> str:
+    text = format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _plain(raw: str) -> str:
+    """A number without a multiplier keeps its digits (ASCII forms of full-width ones)."""
+    return unicodedata.normalize("NFKC", raw).replace("，", ",")

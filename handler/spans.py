@@ -1,0 +1,434 @@
+"""Protected spans: what a translation must carry through byte for byte, and how it gets there with any model.
+
+``find_spans`` finds, in one segment of Chinese text, the pieces a model must not translate: URLs, e-mail
+addresses, @mentions and #hashtags, file paths, code in backticks, emoji, numbers written with digits, Latin-script
+words and identifiers, markup (the private-use characters ``handler.markup`` puts where inline tags were), plus
+two kinds whose English is known in advance: numbers with a Chinese unit (``handler.numbers``: ``3万`` ->
+``30,000``) and glossary terms (``handler.glossary``). Spans separated only by spaces (``iPhone 15 Pro``,
+``pip install numpy``) form one **unit**.
+
+``translate_protected`` translates segments with a caller's batch translator, in two rounds at most:
+
+1. **Placeholders.** Each unit becomes ``X1``, ``X2``, ... (all Latin letters and digits of the segment are in
+   units, so nothing else in the model's input looks like one); the model translates the sentence around them,
+   keeping its context. The output is accepted when every placeholder comes back exactly once, no other one
+   appears, and markup units keep their order; each placeholder is then replaced by its unit's English.
+2. **Stitching**, for every segment whose placeholders did not come back: the Chinese pieces between the units
+   are translated on their own and joined with the units in source order (CJK punctuation between them becomes
+   its ASCII form). The units are exact by construction; the word order around them is the source's.
+
+A segment without any Chinese character is returned unchanged and never reaches the model. A placeholder never
+reaches the user: an output is either verified or rebuilt by stitching.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from handler.numbers import find_amounts
+
+TranslateBatch = Callable[[Sequence[str]], list[str]]
+
+
+class SpanKind(StrEnum):
+    """What a protected span is; the value is the name used in responses and the fidelity report."""
+
+    URL = "url"
+    EMAIL = "email"
+    MENTION = "mention"
+    HASHTAG = "hashtag"
+    PATH = "path"
+    CODE = "code"
+    EMOJI = "emoji"
+    NUMBER = "number"
+    LATIN = "latin"
+    AMOUNT = "amount"
+    DATE = "date"
+    GLOSSARY = "glossary"
+    MARKUP = "markup"
+
+
+# --- markup characters: handler.markup replaces each inline tag or entity with one of these ---------------------
+MARKUP_OPEN = 0xF0000  # an opening tag: glued to the text after it
+MARKUP_CLOSE = 0xF8000  # a closing tag: glued to the text before it
+MARKUP_STANDALONE = 0x100000  # a void tag, an entity, a comment
+MARKUP_LIMIT = 0x108000  # one past the last markup character
+_MARKUP = re.compile(f"[{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]")
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+
+_TRAILING = ".,;:!?'\")]}>"  # ASCII punctuation that ends a sentence around a URL rather than the URL
+_PATTERNS: tuple[tuple[SpanKind, re.Pattern[str]], ...] = (
+    (SpanKind.CODE, re.compile(r"`[^`\n]+`")),
+    (SpanKind.URL, re.compile(r"(?:(?:https?|ftp)://|www\.)[^\s<>\"'，。！？；：、（）【】《》“”‘’\u3000]+", re.I)),
+    (SpanKind.EMAIL, re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")),
+    (SpanKind.MENTION, re.compile(r"(?<![A-Za-z0-9_@.])@[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*")),
+    (SpanKind.HASHTAG, re.compile(r"(?<![A-Za-z0-9_#&])#[A-Za-z][A-Za-z0-9_]*")),
+    (
+        SpanKind.PATH,
+        re.compile(
+            r"(?<![A-Za-z0-9_./~])(?:~|\.{1,2})?/(?:[A-Za-z0-9_.@-]+/)*[A-Za-z0-9_.@-]+/?"
+            r"|(?<![A-Za-z0-9_])[A-Za-z]:\\(?:[A-Za-z0-9_. -]+\\)*[A-Za-z0-9_.-]*"
+            r"|(?<![A-Za-z0-9_./])[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+\.[A-Za-z0-9]{1,6}(?![A-Za-z0-9])"
+        ),
+    ),
+    (
+        SpanKind.EMOJI,
+        re.compile(
+            "(?:[\U0001f1e6-\U0001f1ff]{2}"
+            "|[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u2300-\u23ff\u2190-\u21ff\u3030\u303d\u3297\u3299]"
+            "[\ufe0f\u20e3\U0001f3fb-\U0001f3ff]*"
+            "(?:\u200d[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff][\ufe0f\U0001f3fb-\U0001f3ff]*)*)+"
+        ),
+    ),
+    (
+        SpanKind.NUMBER,
+        re.compile(r"(?<![A-Za-z0-9_])[+＋]?[0-9０-９](?:[0-9０-９]|[.,:/\-．，：](?=[0-9０-９]))*[%％‰]?"),
+    ),
+    (
+        SpanKind.LATIN,
+        re.compile(
+            r"[A-Za-z\u00c0-\u024f\u1e00-\u1eff_$][A-Za-z0-9\u00c0-\u024f\u1e00-\u1eff_$]*"
+            r"(?:['’.\-][A-Za-z0-9\u00c0-\u024f\u1e00-\u1eff_]+)*[+#]*"
+        ),
+    ),
+)
+# between two spans of one unit: nothing, spaces, or a joiner inside a name ("Wi-Fi 6 / 6E", "R&D")
+_UNIT_GAP = re.compile(r"[ \t\u00a0]*(?:[/&+,:-][ \t\u00a0]*)?")
+
+PLACEHOLDER_PREFIX = "X"
+_PLACEHOLDER = re.compile(rf"(?<![A-Za-z0-9_]){PLACEHOLDER_PREFIX}(\d+)(?![0-9])")
+
+# CJK punctuation between units in a stitched translation
+_ASCII_PUNCTUATION = str.maketrans(
+    {
+        "，": ", ",
+        "、": ", ",
+        "。": ". ",
+        "！": "! ",
+        "？": "? ",
+        "；": "; ",
+        "：": ": ",
+        "（": " (",
+        "）": ") ",
+        "“": ' "',
+        "”": '" ',
+        "‘": " '",
+        "’": "' ",
+        "《": ' "',
+        "》": '" ',
+        "「": ' "',
+        "」": '" ',
+        "【": " [",
+        "】": "] ",
+        "～": "~",
+        "\u3000": " ",
+    }
+)
+_ENDS_SENTENCE = re.compile(r"[。！？!?.…]['\"”’」』）)]*\s*$")
+_NO_SPACE_BEFORE = tuple(",.;:!?)]}%'\"")
+_NO_SPACE_AFTER = tuple("([{\"'/")
+_CHOSEN_ENGLISH = frozenset({SpanKind.GLOSSARY, SpanKind.AMOUNT, SpanKind.DATE})
+_KEEP_CAPITAL = re.compile(r"^(?:I\b|I'|[A-Z]{2}|[A-Z][a-z]*[A-Z])")
+
+
+def has_chinese(text: str) -> bool:
+    """Whether ``text`` holds a Han character (the model's to translate)."""
+    return _HAN.search(text) is not None
+
+
+@dataclass(frozen=True)
+class Span:
+    """``source[start:end]`` must come out as ``target`` (the source itself except for amounts and glossary)."""
+
+    start: int
+    end: int
+    kind: SpanKind
+    target: str
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Neighbouring spans that travel as one placeholder: ``source[start:end]`` becomes ``target``."""
+
+    start: int
+    end: int
+    spans: tuple[Span, ...]
+    target: str
+
+    @property
+    def is_markup(self) -> bool:
+        return any(span.kind is SpanKind.MARKUP for span in self.spans)
+
+    @property
+    def glue_right(self) -> bool:
+        """Ends with an opening tag: no space between it and the text after it."""
+        last = self.spans[-1]
+        return last.kind is SpanKind.MARKUP and MARKUP_OPEN <= ord(last.target[-1]) < MARKUP_CLOSE
+
+    @property
+    def glue_left(self) -> bool:
+        """Starts with a closing tag: no space between it and the text before it."""
+        first = self.spans[0]
+        return first.kind is SpanKind.MARKUP and MARKUP_CLOSE <= ord(first.target[0]) < MARKUP_STANDALONE
+
+
+@dataclass(frozen=True)
+class ProtectedSpan:
+    """A span as it came out: its kind, the source text and the text the output carries for it."""
+
+    kind: SpanKind
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class Protected:
+    """One segment ready for the model: ``model_input`` (None when the segment has no Chinese) and its units."""
+
+    source: str
+    units: tuple[Unit, ...]
+    model_input: str | None
+
+    def pieces(self) -> list[tuple[str, Unit | None]]:
+        """The source cut at the units: (text, None) for the text between units, (unit source, unit) for units."""
+        pieces: list[tuple[str, Unit | None]] = []
+        position = 0
+        for unit in self.units:
+            if unit.start > position:
+                pieces.append((self.source[position : unit.start], None))
+            pieces.append((self.source[unit.start : unit.end], unit))
+            position = unit.end
+        if position < len(self.source):
+            pieces.append((self.source[position:], None))
+        return pieces
+
+    def spans(self) -> list[ProtectedSpan]:
+        return [
+            ProtectedSpan(span.kind, self.source[span.start : span.end], span.target)
+            for unit in self.units
+            for span in unit.spans
+        ]
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A segment's translation, how it was made (``placeholders``, ``stitched``, ``unchanged``, ``plain``), and
+    the protected spans it carries."""
+
+    text: str
+    method: str
+    spans: tuple[ProtectedSpan, ...]
+
+
+# --- finding ---------------------------------------------------------------------------------------------------
+
+
+def find_spans(text: str, glossary: Mapping[str, str] | None = None) -> list[Span]:
+    """The protected spans of ``text``, in order, never overlapping.
+
+    Precedence: markup characters, glossary terms (longest first), numbers with Chinese units, then the patterns
+    in the order of ``_PATTERNS`` (code, URLs, e-mail before mentions, paths, emoji, numbers, Latin words).
+    """
+    spans: list[Span] = []
+    taken = bytearray(len(text))
+
+    def claim(start: int, end: int, kind: SpanKind, target: str) -> None:
+        if start < end and not any(taken[start:end]):
+            taken[start:end] = b"\x01" * (end - start)
+            spans.append(Span(start, end, kind, target))
+
+    for match in _MARKUP.finditer(text):
+        claim(match.start(), match.end(), SpanKind.MARKUP, match.group())
+    for term in sorted(glossary or {}, key=len, reverse=True):
+        for match in re.finditer(re.escape(term), text):
+            claim(match.start(), match.end(), SpanKind.GLOSSARY, (glossary or {})[term])
+    for amount in find_amounts(text):
+        claim(amount.start, amount.end, SpanKind(amount.kind), amount.english)
+    for kind, pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            start, end = match.start(), match.end()
+            if kind is SpanKind.URL:
+                end = _url_end(text, start, end)
+            claim(start, end, kind, text[start:end])
+    return sorted(spans, key=lambda span: span.start)
+
+
+def _url_end(text: str, start: int, end: int) -> int:
+    """A URL without the punctuation that closes the sentence around it (a ``)`` stays when it has its ``(``)."""
+    while end > start and text[end - 1] in _TRAILING:
+        if text[end - 1] == ")" and text[start:end].count("(") >= text[start:end].count(")"):
+            break
+        end -= 1
+    return end
+
+
+def group_units(text: str, spans: Sequence[Span]) -> list[Unit]:
+    """Spans whose gap is only spaces (or a joiner such as ``/``, ``-``, ``&``) form one unit."""
+    groups: list[list[Span]] = []
+    for span in spans:
+        if (
+            groups
+            and _UNIT_GAP.fullmatch(text, groups[-1][-1].end, span.start)
+            and not _markup_boundary(groups[-1][-1], span)
+        ):
+            groups[-1].append(span)
+        else:
+            groups.append([span])
+    units = []
+    for group in groups:
+        parts = []
+        for index, span in enumerate(group):
+            if index:
+                parts.append(text[group[index - 1].end : span.start])
+            parts.append(span.target)
+        units.append(Unit(group[0].start, group[-1].end, tuple(group), "".join(parts)))
+    return units
+
+
+def _markup_boundary(left: Span, right: Span) -> bool:
+    """Markup and text spans stay apart, so that an opening tag can glue to the word after it."""
+    return (left.kind is SpanKind.MARKUP) != (right.kind is SpanKind.MARKUP)
+
+
+def protect(text: str, glossary: Mapping[str, str] | None = None) -> Protected:
+    """The units of ``text`` and the model's input with a placeholder for each (None: no Chinese, keep as is)."""
+    if not has_chinese(text):
+        return Protected(text, tuple(group_units(text, find_spans(text))), None)
+    units = group_units(text, find_spans(text, glossary))
+    parts: list[str] = []
+    position = 0
+    for number, unit in enumerate(units, start=1):
+        parts.append(text[position : unit.start])
+        parts.append(placeholder(number))
+        position = unit.end
+    parts.append(text[position:])
+    return Protected(text, tuple(units), "".join(parts))
+
+
+def placeholder(number: int) -> str:
+    return f"{PLACEHOLDER_PREFIX}{number}"
+
+
+def contains_placeholder(text: str) -> bool:
+    """Whether ``text`` holds something shaped like a placeholder (the fidelity report's leak check)."""
+    return _PLACEHOLDER.search(text) is not None
+
+
+# --- translating -----------------------------------------------------------------------------------------------
+
+
+def translate_protected(
+    texts: Sequence[str], translate: TranslateBatch, glossary: Mapping[str, str] | None = None
+) -> list[Translation]:
+    """Each segment's translation with its protected spans intact (see the module's two rounds)."""
+    plans = [protect(text, glossary) for text in texts]
+    inputs = [plan.model_input for plan in plans if plan.model_input is not None]
+    first = iter(translate(inputs) if inputs else [])
+    results: list[Translation | None] = []
+    for plan in plans:
+        if plan.model_input is None:
+            results.append(Translation(plan.source, "unchanged", tuple(plan.spans())))
+            continue
+        output = next(first)
+        restored = restore(plan, output)
+        method = "plain" if not plan.units else "placeholders"
+        results.append(None if restored is None else Translation(restored, method, tuple(plan.spans())))
+
+    pending = [plan for plan, result in zip(plans, results, strict=True) if result is None]
+    pieces = sorted({text.strip() for plan in pending for text, unit in plan.pieces() if unit is None and has_chinese(text)})
+    translated = dict(zip(pieces, translate(pieces) if pieces else [], strict=True))
+    final: list[Translation] = []
+    for plan, result in zip(plans, results, strict=True):
+        if result is None:
+            result = Translation(stitch(plan, translated), "stitched", tuple(plan.spans()))
+        final.append(result)
+    return final
+
+
+def restore(plan: Protected, output: str) -> str | None:
+    """The model's output with each placeholder replaced by its unit's target; None unless every placeholder
+    came back exactly once, no unknown one appeared and the markup units kept their order."""
+    found = [(match, int(match.group(1))) for match in _PLACEHOLDER.finditer(output)]
+    numbers = [number for _, number in found]
+    if sorted(numbers) != list(range(1, len(plan.units) + 1)):
+        return None
+    markup_order = [number for number in numbers if plan.units[number - 1].is_markup]
+    if markup_order != sorted(markup_order):
+        return None
+    parts: list[str] = []
+    position = 0
+    previous: Unit | None = None
+    for match, number in found:
+        unit = plan.units[number - 1]
+        before = output[position : match.start()]
+        if previous is not None and previous.glue_right:
+            before = before.lstrip()
+        if unit.glue_left:
+            before = before.rstrip()
+        parts.append(before)
+        parts.append(_at_start(unit) if not "".join(parts).strip() else unit.target)
+        position = match.end()
+        previous = unit
+    tail = output[position:]
+    parts.append(tail.lstrip() if previous is not None and previous.glue_right else tail)
+    return "".join(parts)
+
+
+def stitch(plan: Protected, translated: Mapping[str, str]) -> str:
+    """The units in source order with the translations of the Chinese pieces between them."""
+    chunks: list[tuple[str, Unit | None]] = []
+    for text, unit in plan.pieces():
+        if unit is not None:
+            starts = not any(chunk.strip() for chunk, _ in chunks)
+            chunks.append((_at_start(unit) if starts else unit.target, unit))
+        elif has_chinese(text):
+            english = translated[text.strip()].strip()
+            so_far = "".join(chunk for chunk, _ in chunks)
+            if any(char.isalnum() for char in so_far) and not _ENDS_SENTENCE.search(so_far):
+                english = _continue_sentence(english)
+            if not _ENDS_SENTENCE.search(text):
+                english = english.rstrip(".")
+            chunks.append((english, None))
+        else:
+            chunks.append((text.translate(_ASCII_PUNCTUATION), None))
+    return _join(chunks)
+
+
+def _at_start(unit: Unit) -> str:
+    """A unit's target at the start of a sentence: English the service chose (a glossary term, an amount) gets a
+    capital letter; verbatim spans (a URL, a name in lower case) stay as they are."""
+    if unit.spans[0].kind in _CHOSEN_ENGLISH and unit.target[:1].islower():
+        return unit.target[0].upper() + unit.target[1:]
+    return unit.target
+
+
+def _continue_sentence(english: str) -> str:
+    """A piece inside a sentence starts in lower case, unless it starts with a name, an acronym or ``I``."""
+    if english[:1].isupper() and not _KEEP_CAPITAL.match(english):
+        return english[0].lower() + english[1:]
+    return english
+
+
+def _join(chunks: Sequence[tuple[str, Unit | None]]) -> str:
+    out = ""
+    previous: Unit | None = None
+    for text, unit in chunks:
+        if not text:
+            continue
+        if out and not out[-1].isspace() and not text[0].isspace():
+            glued = (previous is not None and previous.glue_right) or (unit is not None and unit.glue_left)
+            if not glued and not text.startswith(_NO_SPACE_BEFORE) and not out.endswith(_NO_SPACE_AFTER):
+                out += " "
+        elif out and out[-1].isspace() and text[0].isspace():
+            text = text.lstrip()
+        if unit is not None and unit.glue_left:
+            out = out.rstrip()
+        elif previous is not None and previous.glue_right:
+            text = text.lstrip()
+        out += text
+        previous = unit
+    return out.strip()
