@@ -39,7 +39,7 @@ help:
 	@echo "make run                    serve the function on http://$(HOST):$(PORT)/ (PORT=... to change)"
 	@echo "make test                   the whole test suite (what .ci/run runs, with make lint)"
 	@echo "make lint                   ruff on the repository, mypy on handler/"
-	@echo "make model MODEL=<folder or hub id> [NAME=...] [LABEL=...] [FORCE=1]   export + quantize + verify a bundle"
+	@echo "make model MODEL=<folder or hub id> [NAME=...] [LABEL=...] [FAMILY=csanmt] [FORCE=1]   export + quantize + verify a bundle"
 	@echo "make train [TRAIN_ARGS=--finalize]   train the default model (resumes; finalize writes the checkpoint)"
 	@echo "make eval                   BLEU/chrF++ of the bundles on the dev set (data/corpus, or TRANSLATE_CORPUS_DIR)"
 	@echo "make bench                  runtime micro-benchmark"
@@ -95,10 +95,10 @@ lint: $(DEV_STAMP)
 # ---- models -------------------------------------------------------------------------------------------------
 model: model-argument $(DEV_STAMP)
 	$(VENV)/bin/python -m build.export --model "$(MODEL)" --out "model_artifacts/$(NAME)" \
-		$(if $(LABEL),--name "$(LABEL)") $(if $(FORCE),--force)
+		$(if $(LABEL),--name "$(LABEL)") $(if $(FORCE),--force) $(if $(FAMILY),--family "$(FAMILY)")
 
 model-argument:
-	@test -n "$(MODEL)" || { echo "usage: make model MODEL=<checkpoint folder or hub id> [NAME=<bundle folder>] [LABEL=<name in the manifest>] [FORCE=1]"; exit 2; }
+	@test -n "$(MODEL)" || { echo "usage: make model MODEL=<checkpoint folder or hub id> [NAME=<bundle folder>] [LABEL=<name in the manifest>] [FAMILY=marian|csanmt] [FORCE=1]"; exit 2; }
 
 # jemalloc made training 2.2x faster here (glibc malloc fragments under torch's many small allocations).
 train: $(DEV_STAMP)

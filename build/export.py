@@ -1,10 +1,11 @@
-"""Turn a Marian checkpoint into a verified INT8 ONNX bundle (the format in ``handler/bundle.py``).
+"""Turn a checkpoint of any supported family into a verified INT8 ONNX bundle (the format in ``handler/bundle.py``).
 
     python -m build.export --model <folder or hub id> --out model_artifacts/<name> [--force] [--name N]
-                           [--normalization nfkc|none]
+                           [--normalization nfkc|none] [--family marian|csanmt]
 
-The pipeline cannot skip a step: load (transformers) -> export FP32 graphs -> compare with PyTorch ->
-quantize INT8 -> compare with FP32 -> copy the tokenizer files -> write ``manifest.json`` -> move the finished
+The family (``build.families``: a Marian folder or hub id, a ModelScope CSANMT folder) is recognised from the
+folder unless given. The pipeline cannot skip a step: load -> export FP32 graphs -> compare with the source
+model -> quantize INT8 -> compare with FP32 -> copy the tokenizer files -> write ``manifest.json`` -> move the finished
 folder into place (written beside ``out_dir`` and renamed, so a failed build leaves nothing half-written).
 The FP32 graphs are built in a temporary folder and never enter the bundle.
 """
@@ -20,106 +21,40 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from build import verify
+from build import families, verify
+from build.errors import ExportError
+from build.families import Checkpoint
+from build.families.marian import TRAINING_RECORD, LoadedCheckpoint, load_checkpoint, resolve_folder, spec_from
 from build.quantize import DEFAULT_QUANTIZATION, QuantizationSettings, quantize_graph
 from handler import bundle
-from handler.bundle import Manifest, ModelSpec
+from handler.bundle import Manifest
 
-TRAINING_RECORD = "training.json"  # written by build.train --finalize beside our own checkpoints
+# the Marian loader's names, kept importable from here for existing callers
+__all__ = [
+    "TRAINING_RECORD",
+    "ExportError",
+    "LoadedCheckpoint",
+    "export_bundle",
+    "load_checkpoint",
+    "main",
+    "resolve_folder",
+    "spec_from",
+]
+
 TOOLS = ("torch", "transformers", "onnx", "onnxruntime", "sentencepiece", "numpy")
 NORMALIZATIONS = (bundle.NORMALIZATION_NONE, bundle.NORMALIZATION_NFKC)
 # manifest sections a caller may add to (the pipeline fills the rest)
 EXTRA_MANIFEST_FIELDS = ("licence", "quality", "training")
 
 
-class ExportError(Exception):
-    """The checkpoint cannot be exported, or the destination is not usable."""
-
-
-@dataclass(frozen=True)
-class LoadedCheckpoint:
-    model: Any  # transformers MarianMTModel, eval mode
-    tokenizer: Any  # transformers MarianTokenizer
-    folder: Path  # local folder holding the files (a hub id is downloaded first)
-    spec: ModelSpec
-    training: dict[str, Any] = field(default_factory=dict)
-
-
 def _say(progress: Callable[[str], None] | None, message: str) -> None:
     if progress is not None:
         progress(message)
-
-
-def resolve_folder(model: str | Path) -> Path:
-    """A local checkpoint folder, or the snapshot folder of a Hugging Face hub id (downloaded if needed)."""
-    path = Path(model)
-    if path.is_dir():
-        return path
-    if path.exists():
-        raise ExportError(f"{path} is a file; --model takes a checkpoint folder or a Hugging Face hub id")
-    if str(model).startswith((".", "/")) or str(model).count("/") > 1:
-        raise ExportError(f"checkpoint folder {path} does not exist")
-    from huggingface_hub import snapshot_download
-
-    try:
-        return Path(snapshot_download(str(model)))
-    except Exception as error:  # network, missing repo, auth: one message with the cause
-        raise ExportError(f"cannot download {model!r} from the Hugging Face hub: {error}") from error
-
-
-def spec_from(config: Any, tokenizer: Any) -> ModelSpec:
-    """The runtime's view of a Marian config; refuses shapes the bundle format cannot express."""
-    vocab_size = int(config.vocab_size)
-    decoder_vocab = int(getattr(config, "decoder_vocab_size", None) or vocab_size)
-    if decoder_vocab != vocab_size:
-        raise ExportError(
-            f"source and target vocabularies differ ({vocab_size} vs {decoder_vocab} entries); "
-            "only Marian models with one shared vocabulary are supported"
-        )
-    if len(tokenizer) != vocab_size:
-        raise ExportError(f"the tokenizer has {len(tokenizer)} entries but the model's vocabulary has {vocab_size}")
-    heads = int(config.decoder_attention_heads)
-    return ModelSpec(
-        vocab_size=vocab_size,
-        d_model=int(config.d_model),
-        attention_heads=heads,
-        head_dim=int(config.d_model) // heads,
-        encoder_layers=int(config.encoder_layers),
-        decoder_layers=int(config.decoder_layers),
-        max_positions=int(config.max_position_embeddings),
-        pad_id=int(config.pad_token_id),
-        eos_id=int(config.eos_token_id),
-        unk_id=int(tokenizer.unk_token_id),
-        decoder_start_id=int(config.decoder_start_token_id),
-    )
-
-
-def load_checkpoint(model: str | Path) -> LoadedCheckpoint:
-    """Load a MarianMTModel and its MarianTokenizer (one shared vocabulary) from a folder or hub id."""
-    folder = resolve_folder(model)
-    if (folder / "target_vocab.json").exists():
-        raise ExportError(
-            f"{folder} has a separate target vocabulary (target_vocab.json); only Marian models with one shared "
-            f"vocabulary ({bundle.VOCAB_JSON}) are supported"
-        )
-    missing = [name for name in bundle.TOKENIZER_FILES if not (folder / name).is_file()]
-    if missing:
-        raise ExportError(f"{folder} lacks the Marian tokenizer files {', '.join(missing)}")
-    from transformers import MarianMTModel, MarianTokenizer
-
-    tokenizer = MarianTokenizer.from_pretrained(str(folder))
-    if getattr(tokenizer, "separate_vocabs", False):
-        raise ExportError(f"{folder} uses separate source and target vocabularies; only a shared one is supported")
-    loaded = MarianMTModel.from_pretrained(str(folder)).eval()
-    training_file = folder / TRAINING_RECORD
-    training = json.loads(training_file.read_text(encoding="utf-8")) if training_file.is_file() else {}
-    return LoadedCheckpoint(loaded, tokenizer, folder, spec_from(loaded.config, tokenizer), training)
 
 
 def tool_versions() -> dict[str, str]:
@@ -150,10 +85,9 @@ def _install(staging: Path, out_dir: Path) -> None:
         os.replace(staging, out_dir)
 
 
-def _normalization(requested: str | None, checkpoint: LoadedCheckpoint) -> str:
+def _normalization(requested: str | None, checkpoint: Checkpoint) -> str:
     if requested is None:
-        # our own models are trained on NFKC-normalised text (build.train); foreign checkpoints are not
-        return bundle.NORMALIZATION_NFKC if checkpoint.training else bundle.NORMALIZATION_NONE
+        return checkpoint.default_normalization()
     if requested not in NORMALIZATIONS:
         raise ExportError(f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {requested!r}")
     return requested
@@ -171,11 +105,14 @@ def export_bundle(
     extra_manifest: dict[str, Any] | None = None,
     sentences: tuple[str, ...] | list[str] = verify.VERIFY_SENTENCES,
     progress: Callable[[str], None] | None = None,
+    family: str | None = None,
 ) -> Manifest:
     """Export, verify, quantize, verify again and write the bundle to ``out_dir``; returns its manifest.
 
-    ``normalization`` defaults to ``nfkc`` for checkpoints with a ``training.json`` (ours) and ``none``
-    otherwise. Raises ``ExportError`` for unusable input or destination and ``verify.VerificationError`` when a
+    ``family`` names the model family (``build.families``); by default the folder's layout decides (a hub id is
+    Marian). ``normalization`` defaults to the family's choice (Marian: ``nfkc`` for checkpoints with a
+    ``training.json``, ours, and ``none`` otherwise; CSANMT: ``none``). Raises ``ExportError`` (or a subclass,
+    ``build.errors``) for unusable input or destination and ``verify.VerificationError`` when a
     comparison misses its threshold; either way nothing is written to ``out_dir``.
     """
     out_dir = Path(out_dir)
@@ -185,8 +122,9 @@ def export_bundle(
     if unknown:
         raise ExportError(f"extra_manifest may set only {', '.join(EXTRA_MANIFEST_FIELDS)}; got {', '.join(unknown)}")
     started = time.monotonic()
-    _say(progress, f"loading {model}")
-    checkpoint = load_checkpoint(model)
+    chosen_family = families.resolve(model, family)
+    _say(progress, f"loading {model} ({chosen_family.name})")
+    checkpoint = chosen_family.load(model)
     spec = checkpoint.spec
     chosen_normalization = _normalization(normalization, checkpoint)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -194,14 +132,10 @@ def export_bundle(
     staging.chmod(0o755)  # mkdtemp makes it 0700: the runtime image reads it as a non-root user
     try:
         with tempfile.TemporaryDirectory(prefix="fp32-graphs-") as scratch:
-            from build.onnx_graphs import export_graphs
-
             _say(progress, "exporting FP32 graphs")
-            fp32 = export_graphs(checkpoint.model, Path(scratch))
+            fp32 = checkpoint.export_graphs(Path(scratch))
             _say(progress, f"comparing FP32 graphs with PyTorch on {len(sentences)} sentences")
-            fp32_figures, fp32_greedy = verify.compare_fp32_with_pytorch(
-                checkpoint.model, checkpoint.tokenizer, *fp32, spec, sentences
-            )
+            fp32_figures, fp32_greedy = checkpoint.compare_fp32(fp32, sentences)
             _say(progress, f"  {fp32_figures.to_dict()}")
             verify.check(fp32_figures, thresholds)
             _say(progress, f"quantizing ({quantization.to_dict()})")
@@ -210,17 +144,16 @@ def export_bundle(
                 quantize_graph(fp32[1], staging / bundle.DECODER_ONNX, quantization),
             )
             _say(progress, "comparing INT8 graphs with FP32 graphs")
-            int8_figures = verify.compare_int8_with_fp32(
-                fp32, int8, checkpoint.tokenizer, spec, sentences, fp32_greedy=fp32_greedy
-            )
+            int8_figures = checkpoint.compare_int8(fp32, int8, sentences, fp32_greedy)
             _say(progress, f"  {int8_figures.to_dict()}")
             verify.check(int8_figures, thresholds)
-            fp32_bytes = sum(path.stat().st_size for path in fp32)
-        for file_name in bundle.TOKENIZER_FILES:
-            shutil.copyfile(checkpoint.folder / file_name, staging / file_name)
+            fp32_bytes = sum(path.stat().st_size for path in Path(scratch).iterdir())  # external data included
+        checkpoint.copy_tokenizer(staging)
         int8_bytes = sum((staging / file_name).stat().st_size for file_name in bundle.MODEL_FILES)
         training = dict(checkpoint.training)
         training.update(extra.pop("training", {}))
+        sections = checkpoint.manifest_sections()
+        own = {key: value for key, value in sections.items() if key in Manifest.__dataclass_fields__}
         manifest = Manifest(
             name=name or out_dir.name,
             source_model=str(model),
@@ -241,9 +174,10 @@ def export_bundle(
             },
             training=training,
             tools=tool_versions(),
+            **own,
             **extra,
         )
-        (staging / bundle.MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
+        (staging / bundle.MANIFEST).write_text(_manifest_json(manifest, sections), encoding="utf-8")
         _check_destination(out_dir, force)  # someone may have created it while we worked
         _install(staging, out_dir)
     except BaseException:
@@ -253,12 +187,24 @@ def export_bundle(
     return manifest
 
 
+def _manifest_json(manifest: Manifest, sections: dict[str, Any]) -> str:
+    """The manifest, plus family sections the ``Manifest`` dataclass does not (yet) declare, as top-level keys."""
+    record = json.loads(manifest.to_json())
+    record.update({key: value for key, value in sections.items() if key not in Manifest.__dataclass_fields__})
+    return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m build.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="checkpoint folder or Hugging Face hub id")
     parser.add_argument("--out", required=True, type=Path, help="bundle folder to write, e.g. model_artifacts/default")
     parser.add_argument("--name", help="bundle name in the manifest (default: the --out folder's name)")
     parser.add_argument("--force", action="store_true", help="replace an existing bundle at --out")
+    parser.add_argument(
+        "--family",
+        choices=families.names(),
+        help="model family (default: recognised from the folder; a hub id is marian)",
+    )
     parser.add_argument(
         "--normalization",
         choices=NORMALIZATIONS,
@@ -272,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             name=args.name,
             force=args.force,
             normalization=args.normalization,
+            family=args.family,
             progress=lambda message: print(message, flush=True),
         )
     except (ExportError, verify.VerificationError) as error:
