@@ -7,7 +7,9 @@
   into ``TRANSLATE_OUTPUT_BUCKET`` / ``TRANSLATE_OUTPUT_PREFIX`` (``handler.file_translation``). Keys arrive
   URL-encoded (spaces as "+") and are decoded with ``unquote_plus``. The work must finish before
   ``context.get_remaining_time_in_millis()`` less ``TRANSLATE_DEADLINE_MARGIN_S``; otherwise it fails with a
-  ``DeadlineExceededError`` and writes nothing.
+  ``DeadlineExceededError`` and writes nothing. A ``.txt`` file over ``TRANSLATE_PART_CHARS`` characters fans out
+  instead (``handler.bulk``): its part objects under ``TRANSLATE_WORK_PREFIX`` in the output bucket trigger this
+  function again, one invocation per part, and the last part assembles the output.
 
 The model is loaded and warmed when this module is imported (the Lambda init phase); a load failure is kept and
 answered 503 to HTTP events and raised for S3 events.
@@ -21,12 +23,12 @@ import logging
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, urlencode
 
+from handler.bulk import handle_object_event
 from handler.errors import InvalidRequestError
-from handler.file_translation import handle_upload
 from handler.http_api import HttpApi, HttpRequest, HttpResponse, response_for_error
-from handler.object_store import ObjectRef, ObjectStore, S3Store
+from handler.object_store import ObjectRef, S3Store, VersionedStore
 from handler.startup import Startup, start
 
 logger = logging.getLogger(__name__)
@@ -64,13 +66,13 @@ def event_kind(event: Any) -> str:
 class LambdaAdapter:
     """Decodes Lambda events, calls the HTTP surface or the file translation, encodes the result."""
 
-    def __init__(self, startup: Startup, store: ObjectStore | None = None) -> None:
+    def __init__(self, startup: Startup, store: VersionedStore | None = None) -> None:
         self.startup = startup
         self.http = HttpApi(startup)
         self._store = store
 
     @property
-    def store(self) -> ObjectStore:
+    def store(self) -> VersionedStore:
         if self._store is None:  # boto3 is imported on the first S3 event, not at every cold start
             self._store = S3Store()
         return self._store
@@ -97,7 +99,7 @@ class LambdaAdapter:
                 continue
             s3 = record["s3"]
             source = ObjectRef("s3", s3["bucket"]["name"], unquote_plus(s3["object"]["key"]))
-            results.append(handle_upload(self.store, source, service, self.startup.config, deadline=deadline))
+            results.append(handle_object_event(self.store, source, service, self.startup.config, deadline=deadline))
         return {"results": results}
 
     def _deadline(self, context: Any) -> float | None:
@@ -115,7 +117,13 @@ def _v1_request(event: Mapping[str, Any]) -> HttpRequest:
         pairs = [(name, value) for name, values in multi.items() for value in (values or [])]
     else:
         pairs = list((event.get("headers") or {}).items())
-    return HttpRequest.create(str(event["httpMethod"]), str(event.get("path") or "/"), pairs, _body(event))
+    path = str(event.get("path") or "/")
+    query = event.get("multiValueQueryStringParameters") or {
+        name: [value] for name, value in (event.get("queryStringParameters") or {}).items()
+    }
+    if query:  # the drop-in APIs read GET parameters from the query string
+        path += "?" + urlencode([(name, value) for name, values in query.items() for value in values or []])
+    return HttpRequest.create(str(event["httpMethod"]), path, pairs, _body(event))
 
 
 # --- HTTP API (payload format 2.0) and Function URLs --------------------------------------------------------
@@ -127,6 +135,8 @@ def _v2_request(event: Mapping[str, Any]) -> HttpRequest:
         prefix = f"/{stage}"
         if path == prefix or path.startswith(prefix + "/"):
             path = path[len(prefix) :] or "/"
+    if event.get("rawQueryString"):  # the drop-in APIs read GET parameters from the query string
+        path += "?" + str(event["rawQueryString"])
     return HttpRequest.create(str(context["http"]["method"]), path, event.get("headers") or {}, _body(event))
 
 

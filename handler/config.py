@@ -30,6 +30,9 @@ ENV_OUTPUT_BUCKET = "TRANSLATE_OUTPUT_BUCKET"
 ENV_OUTPUT_PREFIX = "TRANSLATE_OUTPUT_PREFIX"
 ENV_DEADLINE_MARGIN_S = "TRANSLATE_DEADLINE_MARGIN_S"
 ENV_GLOSSARY_FILE = "TRANSLATE_GLOSSARY_FILE"
+ENV_API_KEYS = "TRANSLATE_API_KEYS"
+ENV_PART_CHARS = "TRANSLATE_PART_CHARS"
+ENV_WORK_PREFIX = "TRANSLATE_WORK_PREFIX"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BUNDLE_DIR = REPO_ROOT / "model_artifacts" / "default"
@@ -55,6 +58,9 @@ class RuntimeConfig:
     output_prefix: str = "translated/"
     deadline_margin_s: float = 10.0  # stop file work this long before the platform's deadline
     glossary_file: Path | None = None  # the deployment's glossary (JSON object or TSV), for every request and file
+    api_keys: tuple[str, ...] = ()  # keys the LibreTranslate / DeepL APIs require; empty = none required
+    part_chars: int = 20_000  # plain-text files longer than this fan out in parts of at most this many; 0 = never
+    work_prefix: str = "_bulk/"  # key prefix of fan-out manifests, parts and part results (output bucket)
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str, str]] = [
@@ -65,6 +71,14 @@ class RuntimeConfig:
             (1 <= self.beam_size <= MAX_BEAM_SIZE, ENV_BEAM_SIZE, f"an integer from 1 to {MAX_BEAM_SIZE}"),
             (self.batch_tokens >= 64, ENV_BATCH_TOKENS, "at least 64 tokens"),
             (self.deadline_margin_s >= 0, ENV_DEADLINE_MARGIN_S, "a non-negative number of seconds"),
+            (self.part_chars == 0 or self.part_chars >= 1_000, ENV_PART_CHARS, "0 (no fan-out) or at least 1000"),
+            (
+                self.work_prefix.endswith("/")
+                and not self.work_prefix.startswith(self.output_prefix or "\0")
+                and not (self.output_prefix or "").startswith(self.work_prefix),
+                ENV_WORK_PREFIX,
+                f"a key prefix ending in '/' that neither contains nor is inside {ENV_OUTPUT_PREFIX}",
+            ),
         ]
         for ok, variable, allowed in checks:
             if not ok:
@@ -146,6 +160,9 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_OUTPUT_PREFIX: "output_prefix",
     ENV_DEADLINE_MARGIN_S: "deadline_margin_s",
     ENV_GLOSSARY_FILE: "glossary_file",
+    ENV_API_KEYS: "api_keys",
+    ENV_PART_CHARS: "part_chars",
+    ENV_WORK_PREFIX: "work_prefix",
 }
 
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
@@ -163,6 +180,9 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "output_prefix": lambda _variable, raw: raw,
     "deadline_margin_s": _number(float, "a number"),
     "glossary_file": lambda _variable, raw: Path(raw),
+    "api_keys": lambda _variable, raw: tuple(key.strip() for key in raw.split(",") if key.strip()),
+    "part_chars": _number(int, "an integer"),
+    "work_prefix": lambda _variable, raw: raw,
 }
 
 assert set(_PARSERS) == set(_FIELD_BY_ENV.values()) == {f.name for f in fields(RuntimeConfig)}

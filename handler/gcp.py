@@ -5,7 +5,11 @@
   ``google.cloud.storage.object.v1.finalized`` event; the object is translated into ``TRANSLATE_OUTPUT_BUCKET`` /
   ``TRANSLATE_OUTPUT_PREFIX`` (``handler.file_translation``). Object names arrive unencoded in ``data.name``.
   Cloud Functions gives a function no remaining-time figure; a file that outruns the function's timeout is stopped
-  before its single write, so nothing is written then either.
+  before its single write, so nothing is written then either. A ``.txt`` file over ``TRANSLATE_PART_CHARS``
+  characters is planned into part objects under ``TRANSLATE_WORK_PREFIX`` in the output bucket (``handler.bulk``).
+* ``translate_part_event`` (``@functions_framework.cloud_event``): finalize events of the output bucket, deployed
+  with retries: the fan-out's part objects are translated (and the last one assembles the output); every other
+  object there (translations, manifests, part results) is ignored at once.
 
 The model is loaded and warmed when this module is imported; a load failure is kept and answered 503 to HTTP
 requests and raised for storage events. ``main.py`` at the repository root re-exports both entries, for source
@@ -21,9 +25,9 @@ import flask
 import functions_framework
 from cloudevents.http.event import CloudEvent
 
-from handler.file_translation import handle_upload
+from handler.bulk import BulkError, handle_object_event
 from handler.http_api import HttpApi, HttpRequest
-from handler.object_store import GcsStore, ObjectRef, ObjectStore
+from handler.object_store import GcsStore, ObjectRef, VersionedStore
 from handler.startup import Startup, start
 
 logger = logging.getLogger(__name__)
@@ -32,20 +36,21 @@ STORAGE_FINALIZED = "google.cloud.storage.object.v1.finalized"
 
 
 class GcpAdapter:
-    def __init__(self, startup: Startup, store: ObjectStore | None = None) -> None:
+    def __init__(self, startup: Startup, store: VersionedStore | None = None) -> None:
         self.startup = startup
         self.http = HttpApi(startup)
         self._store = store
 
     @property
-    def store(self) -> ObjectStore:
+    def store(self) -> VersionedStore:
         if self._store is None:  # the storage client is built on the first event, not at every cold start
             self._store = GcsStore()
         return self._store
 
     def handle_http(self, request: flask.Request) -> flask.Response:
+        body = request.get_data(cache=False)
         response = self.http.handle(
-            HttpRequest.create(request.method, request.path, request.headers.items(), request.get_data(cache=False))
+            HttpRequest.create(request.method, _path_and_query(request), request.headers.items(), body)
         )
         return flask.Response(response=response.body, status=response.status, headers=response.headers)
 
@@ -55,7 +60,24 @@ class GcpAdapter:
             return None
         service = self.startup.require_service()
         source = ObjectRef("gs", str(data["bucket"]), str(data["name"]))
-        return handle_upload(self.store, source, service, self.startup.config)
+        return handle_object_event(self.store, source, service, self.startup.config)
+
+    def handle_part_event(self, event_type: str, data: Any) -> dict[str, Any] | None:
+        """A finalize event of the output bucket: a fan-out part is translated, anything else ignored."""
+        name = str(data.get("name", ""))
+        if event_type == STORAGE_FINALIZED and not name.startswith(self.startup.config.work_prefix):
+            return None  # a translation or another object of the output bucket: nothing to do, and no model needed
+        try:
+            return self.handle_storage_event(event_type, data)
+        except BulkError as error:  # retrying cannot mend an inconsistent job (the function runs with --retry)
+            logger.error("not retrying %s: %s", data.get("name"), error)
+            return {"source": str(data.get("name")), "status": "failed", "reason": str(error)}
+
+
+def _path_and_query(request: flask.Request) -> str:
+    """The path with its query string (the drop-in APIs read GET parameters from it)."""
+    query = request.query_string.decode("latin-1")
+    return f"{request.path}?{query}" if query else request.path
 
 
 _ADAPTER = GcpAdapter(start())
@@ -69,3 +91,8 @@ def translate_http(request: flask.Request) -> flask.Response:
 @functions_framework.cloud_event
 def translate_storage_event(event: CloudEvent) -> None:
     _ADAPTER.handle_storage_event(str(event["type"]), event.data)
+
+
+@functions_framework.cloud_event
+def translate_part_event(event: CloudEvent) -> None:
+    _ADAPTER.handle_part_event(str(event["type"]), event.data)

@@ -141,8 +141,11 @@ class HttpApi:
     """Routes requests to the translation service; built once per cold start from a ``Startup``."""
 
     def __init__(self, startup: Startup) -> None:
+        from handler.compat import CompatApis  # here, not at the top: the drop-in APIs build on this module's types
+
         self.startup = startup
         self.config = startup.config
+        self.compat = CompatApis(startup)  # LibreTranslate and DeepL routes, answered in their own shapes
         info = startup.service.info() if startup.service is not None else {}
         self._model = info.get("model")
         self._bundle_hash = info.get("bundle_hash")
@@ -174,6 +177,9 @@ class HttpApi:
 
     def _route(self, request: HttpRequest) -> HttpResponse:
         path = _normalise_path(request.path)
+        compat = self.compat.handle(path, request)
+        if compat is not None:
+            return compat
         allowed = ROUTES.get(path)
         if allowed is None:
             raise NotFoundError(f"no route for {path}; the routes are {', '.join(ROUTES)}")

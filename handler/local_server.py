@@ -24,7 +24,7 @@ def make_server(api: HttpApi, host: str = "127.0.0.1", port: int = 8080) -> Thre
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length > 0 else b""
-            request = HttpRequest.create(self.command, self.path.split("?", 1)[0], self.headers.items(), body)
+            request = HttpRequest.create(self.command, self.path, self.headers.items(), body)  # query kept
             response = api.handle(request)
             self.send_response(response.status)
             for name, value in response.headers.items():

@@ -46,6 +46,39 @@ class ObjectStore(Protocol):
     def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None: ...
 
 
+@dataclass(frozen=True)
+class VersionedObject:
+    """An object's bytes with the version a conditional write can name (S3: the ETag; Cloud Storage: generation)."""
+
+    data: bytes
+    version: str
+    metadata: dict[str, str]
+
+
+class VersionedStore(ObjectStore, Protocol):
+    """What the fan-out path needs beyond ``ObjectStore``: versions, conditional writes and listings.
+
+    ``write_if`` writes only while the object is at ``version`` (None: only while it does not exist) and returns
+    False, writing nothing, otherwise: the store decides atomically (S3 ``If-Match`` / ``If-None-Match``, Cloud
+    Storage ``ifGenerationMatch``), so of two concurrent writers at most one succeeds.
+    """
+
+    def version(self, ref: ObjectRef) -> str | None: ...
+
+    def read_versioned(self, ref: ObjectRef) -> VersionedObject | None: ...
+
+    def write_if(
+        self,
+        ref: ObjectRef,
+        data: bytes,
+        metadata: Mapping[str, str],
+        version: str | None,
+        content_type: str = OUTPUT_CONTENT_TYPE,
+    ) -> bool: ...
+
+    def list_keys(self, bucket: str, prefix: str) -> list[str]: ...
+
+
 class S3Store:
     """Amazon S3 or any S3-protocol server, through boto3."""
 
@@ -79,6 +112,70 @@ class S3Store:
             Metadata=dict(metadata),
         )
 
+    def version(self, ref: ObjectRef) -> str | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            return str(self.client.head_object(Bucket=ref.bucket, Key=ref.key)["ETag"])
+        except ClientError as error:
+            if _s3_code(error) in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+
+    def read_versioned(self, ref: ObjectRef) -> VersionedObject | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            response = self.client.get_object(Bucket=ref.bucket, Key=ref.key)
+        except ClientError as error:
+            if _s3_code(error) in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        body = response["Body"]
+        try:
+            data = bytes(body.read())
+        finally:
+            body.close()
+        return VersionedObject(data, str(response["ETag"]), dict(response.get("Metadata") or {}))
+
+    def write_if(
+        self,
+        ref: ObjectRef,
+        data: bytes,
+        metadata: Mapping[str, str],
+        version: str | None,
+        content_type: str = OUTPUT_CONTENT_TYPE,
+    ) -> bool:
+        """One conditional PutObject (S3 conditional writes: ``If-None-Match: *`` or ``If-Match: ETag``)."""
+        from botocore.exceptions import ClientError
+
+        condition = {"IfNoneMatch": "*"} if version is None else {"IfMatch": version}
+        try:
+            self.client.put_object(
+                Bucket=ref.bucket,
+                Key=ref.key,
+                Body=data,
+                ContentType=content_type,
+                Metadata=dict(metadata),
+                **condition,
+            )
+        except ClientError as error:
+            # 412: the condition failed; 409: a concurrent conditional write to the same key won
+            if _s3_code(error) in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
+                return False
+            raise
+        return True
+
+    def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        keys: list[str] = []
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            keys.extend(str(item["Key"]) for item in page.get("Contents", []))
+        return sorted(keys)
+
+
+def _s3_code(error: Any) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
 
 class GcsStore:
     """Google Cloud Storage through google-cloud-storage."""
@@ -111,3 +208,47 @@ class GcsStore:
         blob = self.client.bucket(ref.bucket).blob(ref.key)
         blob.metadata = dict(metadata)
         blob.upload_from_string(data, content_type=OUTPUT_CONTENT_TYPE)
+
+    def version(self, ref: ObjectRef) -> str | None:
+        blob = self.client.bucket(ref.bucket).get_blob(ref.key)
+        return None if blob is None else _generation(blob)
+
+    def read_versioned(self, ref: ObjectRef) -> VersionedObject | None:
+        blob = self.client.bucket(ref.bucket).get_blob(ref.key)
+        if blob is None:
+            return None
+        data = blob.download_as_bytes(if_generation_match=blob.generation)
+        return VersionedObject(bytes(data), _generation(blob), dict(blob.metadata or {}))
+
+    def write_if(
+        self,
+        ref: ObjectRef,
+        data: bytes,
+        metadata: Mapping[str, str],
+        version: str | None,
+        content_type: str = OUTPUT_CONTENT_TYPE,
+    ) -> bool:
+        """One single-request upload with ``ifGenerationMatch`` (0: only if the object does not exist)."""
+        from google.api_core.exceptions import PreconditionFailed
+
+        if len(data) > _GCS_SINGLE_REQUEST_LIMIT:
+            raise RequestTooLargeError(
+                f"{ref} would be {len(data):,} bytes; one upload request carries at most {_GCS_SINGLE_REQUEST_LIMIT:,}"
+            )
+        blob = self.client.bucket(ref.bucket).blob(ref.key)
+        blob.metadata = dict(metadata)
+        # "": an object whose generation the server did not report (emulators): written unconditionally
+        condition = {} if version == "" else {"if_generation_match": int(version or 0)}
+        try:
+            blob.upload_from_string(data, content_type=content_type, **condition)
+        except PreconditionFailed:
+            return False
+        return True
+
+    def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        return sorted(str(blob.name) for blob in self.client.list_blobs(bucket, prefix=prefix))
+
+
+def _generation(blob: Any) -> str:
+    """A blob's generation as a version string ("" when the server reports none, as some emulators do)."""
+    return "" if blob.generation is None else str(blob.generation)

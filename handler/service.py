@@ -29,6 +29,7 @@ from handler.families.base import SearchRequest
 from handler.glossary import Glossary
 from handler.loader import LoadedModel
 from handler.markup import FORMATS, parse_markup
+from handler.script_conversion import AUTO, canonical_variant, default_converter
 from handler.segmentation import Document, split_document
 from handler.spans import ProtectedSpan, SpanKind, Translation, translate_protected
 
@@ -40,6 +41,7 @@ OPTION_NAMES = (
     "format",
     "glossary",
     "protect_spans",
+    "source",
 )
 LENGTH_PENALTY_RANGE = (0.0, 2.0)
 MAX_LENGTH_RATIO_RANGE = (1.0, 4.0)
@@ -74,6 +76,9 @@ class TranslateOptions:
     # the request's glossary, merged over the deployment's (TRANSLATE_GLOSSARY_FILE); a mapping becomes a Glossary
     glossary: Glossary | None = None
     protect_spans: bool = True  # URLs, numbers, code, names... come out intact (see handler.spans); false = raw model
+    # the texts' Chinese variant: "auto" (detected), "zh-Hans", "zh-Hant", "zh-TW", "zh-HK"; Traditional text is
+    # converted to the model's script first (handler.script_conversion)
+    source: str = AUTO
 
     def __post_init__(self) -> None:
         if self.beam_size is not None and not (
@@ -100,6 +105,7 @@ class TranslateOptions:
             raise InvalidRequestError(f"format must be one of {', '.join(FORMATS)}; got {_shown(self.format)}")
         if self.glossary is not None and not isinstance(self.glossary, Glossary):
             object.__setattr__(self, "glossary", Glossary.from_mapping(self.glossary))
+        object.__setattr__(self, "source", canonical_variant(self.source))
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, object]) -> TranslateOptions:
@@ -164,6 +170,7 @@ class TranslationService:
         self.model = model
         self.config = config
         self.glossary = glossary if glossary is not None else config.load_glossary()  # the deployment's
+        self.scripts = default_converter()  # Traditional Chinese -> the model's script
         self._tokenizer = model.tokenizer
         self._spec = model.spec
         self._bundle_hash = model.manifest.bundle_hash()
@@ -269,6 +276,7 @@ class TranslationService:
         progress: Callable[[int, int], None] | None,
     ) -> list[TextTranslation]:
         """Markup -> blocks -> segments -> protected translation (``handler.spans``) -> blocks -> markup."""
+        texts = [self.scripts.to_model_script(text, options.source) for text in texts]
         markups = [parse_markup(text, options.format) for text in texts]
         documents = [[self._split(block) for block in markup.blocks] for markup in markups]
         sources = list(dict.fromkeys(t for blocks in documents for document in blocks for t in document.texts))

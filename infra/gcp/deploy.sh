@@ -2,7 +2,11 @@
 # Deploys the translation function to Google Cloud Functions (2nd gen, i.e. Cloud Run underneath):
 #   - $FUNCTION_NAME        HTTP trigger: POST /translate, GET /, GET /healthz (entry point translate_http)
 #   - $FUNCTION_NAME-files  Cloud Storage "finalized" trigger on $INPUT_BUCKET: every uploaded text file is
-#                           translated into $OUTPUT_BUCKET (entry point translate_storage_event)
+#                           translated into $OUTPUT_BUCKET (entry point translate_storage_event); a .txt file
+#                           over TRANSLATE_PART_CHARS characters is split into parts under TRANSLATE_WORK_PREFIX
+#                           in $OUTPUT_BUCKET instead
+#   - $FUNCTION_NAME-parts  Cloud Storage "finalized" trigger on $OUTPUT_BUCKET, with retries: translates those
+#                           parts concurrently and assembles the output once (entry point translate_part_event)
 # Both: 2 GiB memory, 1 vCPU, the runtime's settings from infra/gcp/env.yaml, and a dedicated service account
 # that may read the input bucket and write the output bucket, nothing else.
 #
@@ -16,6 +20,7 @@
 #   OUTPUT_BUCKET          bucket that receives the translations; must differ from INPUT_BUCKET
 #   FUNCTION_NAME          default: zh-en-translate
 #   ALLOW_UNAUTHENTICATED  1 = public HTTP endpoint; default: callers need roles/run.invoker (send an identity token)
+#   PART_INSTANCES         most instances of the parts function, i.e. parts translated at once (default: 100)
 #   STAGE_DIR              where `deploy` assembles the source (default: a new temporary folder)
 # Needs the Google Cloud CLI (gcloud), logged in with rights to create functions, buckets and IAM bindings.
 set -euo pipefail
@@ -34,6 +39,7 @@ CPU="1"
 HTTP_TIMEOUT="300s"
 FILES_TIMEOUT="540s"           # the longest a 2nd gen event-driven function may run
 FINALIZED="google.cloud.storage.object.v1.finalized"
+PART_INSTANCES="${PART_INSTANCES:-100}"  # the fan-out's concurrency: parts translated at once, at most
 
 die() { echo "deploy.sh: $*" >&2; exit 2; }
 
@@ -139,6 +145,16 @@ run gcloud functions deploy "$NAME-files" --gen2 --project "$PROJECT" --region "
     --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" \
     --service-account "$SA" --env-vars-file "$STAGE/env-files.yaml"
 run gcloud functions add-invoker-policy-binding "$NAME-files" --project "$PROJECT" --region "$REGION" \
+    --member "serviceAccount:$SA"
+
+note "7. the parts function: the fan-out's parts in gs://$OUTPUT, retried when an invocation fails"
+run gcloud functions deploy "$NAME-parts" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
+    --source "$STAGE/source" --entry-point translate_part_event \
+    --trigger-event-filters "type=$FINALIZED" --trigger-event-filters "bucket=$OUTPUT" --trigger-location "$REGION" \
+    --trigger-service-account "$SA" --retry \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$PART_INSTANCES" \
+    --service-account "$SA" --env-vars-file "$STAGE/env-files.yaml"
+run gcloud functions add-invoker-policy-binding "$NAME-parts" --project "$PROJECT" --region "$REGION" \
     --member "serviceAccount:$SA"
 
 note "done: the URL is in 'gcloud functions describe $NAME --gen2 --region $REGION --format value(serviceConfig.uri)'"

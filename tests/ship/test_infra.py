@@ -89,15 +89,35 @@ def test_https_endpoint_auth_is_a_parameter_defaulting_to_iam(
 
 
 def test_uploads_to_the_input_bucket_trigger_the_function(template: dict[str, Any], function: dict[str, Any]) -> None:
-    events = list(function["Properties"]["Events"].values())
-    assert [e["Type"] for e in events] == ["S3"]
-    s3 = events[0]["Properties"]
+    events = function["Properties"]["Events"]
+    assert [e["Type"] for e in events.values()] == ["S3", "S3"]
+    s3 = events["FileUploaded"]["Properties"]
     assert s3["Bucket"] == {"Ref": "InputBucket"}
     assert s3["Events"] == "s3:ObjectCreated:*"
     assert s3["Filter"]["S3Key"]["Rules"] == [{"Name": "suffix", "Value": ".txt"}]
     buckets = template["Resources"]
     assert buckets["InputBucket"]["Properties"]["BucketName"] == {"Ref": "InputBucketName"}
     assert buckets["OutputBucket"]["Properties"]["BucketName"] == {"Ref": "OutputBucketName"}
+
+
+def test_fan_out_parts_trigger_the_function_with_retries_and_a_dead_letter_queue(
+    template: dict[str, Any], function: dict[str, Any]
+) -> None:
+    parts = function["Properties"]["Events"]["PartCreated"]["Properties"]
+    assert parts["Bucket"] == {"Ref": "OutputBucket"}
+    assert parts["Filter"]["S3Key"]["Rules"] == [
+        {"Name": "prefix", "Value": {"Ref": "WorkPrefix"}},
+        {"Name": "suffix", "Value": ".txt"},
+    ]
+    # the part objects are the only .txt objects the function writes under the work prefix (handler/bulk.py)
+    from handler import bulk
+
+    assert bulk.PART_SUFFIX == ".txt" and bulk.DONE_SUFFIX != ".txt" and not bulk.MANIFEST_NAME.endswith(".txt")
+    assert template["Parameters"]["WorkPrefix"]["Default"] == RuntimeConfig().work_prefix
+    assert function["Properties"]["EventInvokeConfig"]["MaximumRetryAttempts"] == 2
+    dead_letters = function["Properties"]["DeadLetterQueue"]
+    assert dead_letters == {"Type": "SQS", "TargetArn": {"Fn::GetAtt": ["FailedEventsQueue", "Arn"]}}
+    assert template["Resources"]["FailedEventsQueue"]["Type"] == "AWS::SQS::Queue"
 
 
 def test_output_bucket_differs_from_the_input_bucket(template: dict[str, Any], function: dict[str, Any]) -> None:
@@ -113,7 +133,7 @@ def _statements(function: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for p in policies for s in p["Statement"]]
 
 
-def test_iam_reads_only_the_input_bucket_and_writes_only_the_output_bucket(function: dict[str, Any]) -> None:
+def test_iam_reads_the_input_bucket_and_reads_lists_writes_only_the_output_bucket(function: dict[str, Any]) -> None:
     grants: dict[str, set[str]] = {}
     for statement in _statements(function):
         assert statement["Effect"] == "Allow"
@@ -123,8 +143,13 @@ def test_iam_reads_only_the_input_bucket_and_writes_only_the_output_bucket(funct
             assert "*" not in action, f"wildcard action {action}"
             grants.setdefault(action, set()).add(resource)
     assert grants == {
-        "s3:GetObject": {"arn:${AWS::Partition}:s3:::${InputBucketName}/*"},
+        # uploads, and (bulk translation) the function's own parts, manifests, part results and output versions
+        "s3:GetObject": {
+            "arn:${AWS::Partition}:s3:::${InputBucketName}/*",
+            "arn:${AWS::Partition}:s3:::${OutputBucketName}/*",
+        },
         "s3:PutObject": {"arn:${AWS::Partition}:s3:::${OutputBucketName}/*"},
+        "s3:ListBucket": {"arn:${AWS::Partition}:s3:::${OutputBucketName}"},  # the fan-out lists its part results
     }
 
 
@@ -183,7 +208,7 @@ def test_gcp_functions_have_2_gib_and_the_gcp_entry_points(gcloud_commands: list
         for node in ast.parse((REPO_ROOT / "main.py").read_text()).body
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
     )
-    for entry_point in ("translate_http", "translate_storage_event"):
+    for entry_point in ("translate_http", "translate_storage_event", "translate_part_event"):
         flags = _deploy(gcloud_commands, entry_point)
         assert entry_point in ast.literal_eval(exported)
         assert flags["--gen2"] == [""]
@@ -214,6 +239,16 @@ def test_gcp_storage_trigger_finalize_on_input_bucket_output_elsewhere(gcloud_co
     }
     environment_file = flags["--env-vars-file"][0]
     assert environment_file.endswith("env-files.yaml")
+
+
+def test_gcp_parts_function_fans_out_on_the_output_bucket_with_retries(gcloud_commands: list[list[str]]) -> None:
+    flags = _deploy(gcloud_commands, "translate_part_event")
+    assert sorted(flags["--trigger-event-filters"]) == [
+        "bucket=uploads-out",
+        "type=google.cloud.storage.object.v1.finalized",
+    ]
+    assert "--retry" in flags and flags["--max-instances"] == ["100"]
+    assert flags["--env-vars-file"][0].endswith("env-files.yaml")  # writes the output bucket like the files function
 
 
 def test_gcp_deploy_refuses_one_bucket_for_input_and_output() -> None:

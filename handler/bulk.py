@@ -1,0 +1,485 @@
+"""Bulk translation: a plain-text file longer than one invocation should take fans out across invocations.
+
+One invocation's time is limited (Lambda 900 s at most, Cloud Functions 540 s for events), and one translates about
+1,000 characters/s with the default model. A ``.txt`` upload of more than ``TRANSLATE_PART_CHARS`` characters is
+therefore translated in parts, by as many concurrent invocations as the platform runs:
+
+1. **plan** (the upload's event): the text is cut at paragraph boundaries (then line breaks, then sentence ends,
+   only where a paragraph alone is too long) into parts of at most ``TRANSLATE_PART_CHARS`` characters. The
+   manifest ``{work}{job}/manifest.json`` is created first (a conditional create: of two deliveries of the event,
+   one plans), naming the source, the output, the output's version at planning time, and every part with its
+   sha256, character count and the separator that follows it. Then each part is written as
+   ``{work}{job}/parts/NNNNN.txt`` (again create-only). ``{work}`` is ``TRANSLATE_WORK_PREFIX`` in the output
+   bucket; the job id hashes the source object, its content, the model bundle and the part size, so a re-delivered
+   upload event finds its manifest and only writes parts that are missing.
+2. **translate a part** (each part object's "created" event, fanned out by the platform: S3 event notifications
+   on the work prefix, Cloud Storage finalize events): the part is checked against the manifest's hash,
+   translated within the invocation's deadline, and its translation created as ``{work}{job}/done/NNNNN.en``.
+   A failed invocation writes nothing and is retried by the platform; a duplicate delivery finds the result and
+   translates nothing. The manifest's ``done`` list is then updated with a compare-and-swap loop (progress: the
+   manifest says which parts are done).
+3. **assemble** (whichever part completes the set): the part translations are joined in order with the original
+   separators and written to the planned output object with a conditional write on the output's version at
+   planning time, so the output is written exactly once even when two invocations finish the last parts
+   together; the manifest's ``status`` becomes ``complete``.
+
+Each part is translated exactly as ``handler.file_translation.translate_text`` translates a file, so the output
+equals ``translate_in_parts`` (the same parts translated one after another in one process) byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from handler.config import ENV_MAX_FILE_BYTES, RuntimeConfig
+from handler.errors import RequestTooLargeError, TranslatorError
+from handler.file_translation import (
+    META_BUNDLE_HASH,
+    META_MODEL,
+    META_SOURCE_BUCKET,
+    META_SOURCE_ENCODING,
+    META_SOURCE_KEY,
+    SelfTriggerError,
+    decode_text,
+    handle_upload,
+    plan_output,
+    translate_text,
+)
+from handler.object_store import ObjectRef, VersionedStore
+from handler.service import TranslationService
+
+logger = logging.getLogger(__name__)
+
+MANIFEST_FORMAT = 1
+MANIFEST_NAME = "manifest.json"
+PARTS_DIR = "parts/"
+DONE_DIR = "done/"
+PART_SUFFIX = ".txt"
+DONE_SUFFIX = ".en"
+META_JOB = "bulk-job"
+META_PARTS = "bulk-parts"
+JSON_CONTENT_TYPE = "application/json"
+MARKUP_SUFFIXES = (".html", ".htm", ".md", ".markdown")  # their structure is not cut at blank lines
+MAX_SWAP_ATTEMPTS = 50
+
+# where a text may be cut, coarsest first: blank-line runs (paragraphs), line breaks, after a sentence end
+_CUTS = (
+    re.compile(r"(\r?\n[ \t]*(?:\r?\n[ \t]*)+)"),
+    re.compile(r"(\r?\n)"),
+    re.compile(r"(?<=[。！？!?；;…])(\s*)"),
+)
+_LEADING_SPACE = re.compile(r"\s*")
+_PART_KEY = re.compile(r"(?P<job>[0-9a-f]{20})/parts/(?P<index>\d{5})\.txt")
+
+
+class BulkError(TranslatorError):
+    """The fan-out's own objects are not what the manifest says (a bug or a manual change in the work prefix)."""
+
+    code = "bulk_inconsistent"
+
+
+# --- planning: where a text is cut ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Part:
+    """One part: its text and the separator (whitespace) that follows it in the source."""
+
+    text: str
+    separator: str
+
+
+def plan_parts(text: str, max_chars: int) -> tuple[str, list[Part]]:
+    """``(lead, parts)``: ``lead + Σ(part.text + part.separator) == text``; each part at most ``max_chars``."""
+    lead = _LEADING_SPACE.match(text)
+    assert lead is not None
+    rest = text[lead.end() :]
+    parts = [Part(body, separator) for body, separator in _pack(rest, max_chars, 0)] if rest else []
+    assert lead.group() + "".join(p.text + p.separator for p in parts) == text
+    return lead.group(), parts
+
+
+def _units(text: str, level: int) -> list[tuple[str, str]]:
+    pieces = _CUTS[level].split(text)
+    return [(pieces[i], pieces[i + 1] if i + 1 < len(pieces) else "") for i in range(0, len(pieces), 2)]
+
+
+def _pack(text: str, limit: int, level: int) -> list[tuple[str, str]]:
+    """Cut ``text`` into (body, separator) pairs of at most ``limit`` characters, at the coarsest cuts possible."""
+    if len(text) <= limit:
+        return [(text, "")]
+    if level == len(_CUTS):  # no cut point at all: cut hard
+        return [(text[i : i + limit], "") for i in range(0, len(text), limit)]
+    packed: list[tuple[str, str]] = []
+    body, pending = "", ""  # the part being filled, and the separator after its last unit
+    for unit, separator in _units(text, level):
+        if not unit:  # an empty unit (text ending at a cut): its separator joins the previous one
+            pending += separator
+            continue
+        if len(unit) > limit:
+            if body:
+                packed.append((body, pending))
+            elif pending:
+                packed.append(("", pending))
+            packed.extend(_pack(unit, limit, level + 1))
+            last_body, last_separator = packed[-1]
+            packed[-1] = (last_body, last_separator + separator)
+            body, pending = "", ""
+        elif body and len(body) + len(pending) + len(unit) > limit:
+            packed.append((body, pending))
+            body, pending = unit, separator
+        else:
+            body, pending = (body + pending + unit, separator) if body else (pending + unit, separator)
+    if body or pending:
+        packed.append((body, pending))
+    return packed
+
+
+def translate_in_parts(service: TranslationService, text: str, max_chars: int) -> str:
+    """What the fan-out produces, in one process: each part translated as a file, joined with its separators."""
+    lead, parts = plan_parts(text, max_chars)
+    return lead + "".join(_translate_part_text(service, part.text) + part.separator for part in parts)
+
+
+def _translate_part_text(service: TranslationService, text: str, deadline: float | None = None) -> str:
+    return translate_text(service, text, deadline=deadline) if text.strip() else text
+
+
+# --- the job's objects ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JobLayout:
+    """The keys of one job's objects in the work bucket."""
+
+    bucket: str
+    scheme: str
+    prefix: str  # "{work_prefix}{job}/"
+
+    @classmethod
+    def of(cls, scheme: str, bucket: str, work_prefix: str, job: str) -> JobLayout:
+        return cls(bucket, scheme, f"{work_prefix}{job}/")
+
+    def ref(self, key: str) -> ObjectRef:
+        return ObjectRef(self.scheme, self.bucket, key)
+
+    @property
+    def manifest(self) -> ObjectRef:
+        return self.ref(self.prefix + MANIFEST_NAME)
+
+    def part(self, index: int) -> ObjectRef:
+        return self.ref(f"{self.prefix}{PARTS_DIR}{index:05d}{PART_SUFFIX}")
+
+    def done(self, index: int) -> ObjectRef:
+        return self.ref(f"{self.prefix}{DONE_DIR}{index:05d}{DONE_SUFFIX}")
+
+
+def job_id(source: ObjectRef, data: bytes, bundle_hash: str, part_chars: int) -> str:
+    digest = hashlib.sha256()
+    for piece in (str(source), hashlib.sha256(data).hexdigest(), bundle_hash, str(part_chars)):
+        digest.update(piece.encode("utf-8") + b"\0")
+    return digest.hexdigest()[:20]
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _json_bytes(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A job's state as its manifest records it."""
+
+    job: str
+    parts: int
+    done: tuple[int, ...]
+    status: str  # "translating", "complete", or "superseded" (the output changed since planning; not written)
+    output: str
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+
+def read_progress(store: VersionedStore, manifest: ObjectRef) -> Progress:
+    """The progress of the job whose manifest is ``manifest`` (``BulkError`` when there is none)."""
+    loaded = _load_manifest(store, manifest)[0]
+    output = loaded["output"]
+    return Progress(
+        loaded["job"],
+        len(loaded["parts"]),
+        tuple(loaded["done"]),
+        loaded["status"],
+        f"{manifest.scheme}://{output['bucket']}/{output['key']}",
+    )
+
+
+def _load_manifest(store: VersionedStore, ref: ObjectRef) -> tuple[dict[str, Any], str]:
+    found = store.read_versioned(ref)
+    if found is None:
+        raise BulkError(f"the manifest {ref} does not exist; the part's event will fail until it does")
+    manifest = json.loads(found.data)
+    if manifest.get("format") != MANIFEST_FORMAT:
+        raise BulkError(f"{ref} has manifest format {manifest.get('format')!r}; this runtime reads {MANIFEST_FORMAT}")
+    return manifest, found.version
+
+
+def _swap_manifest(store: VersionedStore, ref: ObjectRef, change: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """Apply ``change`` (True: it changed something) with compare-and-swap; returns the manifest as stored."""
+    for _ in range(MAX_SWAP_ATTEMPTS):
+        manifest, version = _load_manifest(store, ref)
+        if not change(manifest):
+            return manifest
+        if store.write_if(ref, _json_bytes(manifest), {}, version, JSON_CONTENT_TYPE):
+            return manifest
+    raise BulkError(f"{ref} changed {MAX_SWAP_ATTEMPTS} times while this invocation tried to update it")
+
+
+# --- the entry point of every object event ---------------------------------------------------------------------
+def handle_object_event(
+    store: VersionedStore,
+    source: ObjectRef,
+    service: TranslationService,
+    config: RuntimeConfig,
+    *,
+    deadline: float | None = None,
+) -> dict[str, Any]:
+    """What the file adapters do with an "object created" event: a part, a large upload to plan, or a small one.
+
+    Objects under ``TRANSLATE_WORK_PREFIX`` are the fan-out's own: parts are translated, the rest (manifests, part
+    results) ignored. A plain-text upload over ``TRANSLATE_PART_CHARS`` characters is planned into parts; anything
+    else takes the one-invocation path of ``handler.file_translation.handle_upload``.
+    """
+    if source.key.startswith(config.work_prefix):
+        match = _PART_KEY.fullmatch(source.key[len(config.work_prefix) :])
+        if match is None:
+            return {"source": str(source), "status": "ignored", "reason": "a fan-out object that is not a part"}
+        layout = JobLayout.of(source.scheme, source.bucket, config.work_prefix, match["job"])
+        return translate_part(store, layout, int(match["index"]), service, deadline=deadline)
+    if config.part_chars and not source.key.lower().endswith(MARKUP_SUFFIXES):
+        try:
+            plan_output(source, config)
+            size = store.size(source)
+        except SelfTriggerError:
+            size = 0  # handle_upload refuses it and says why
+        # bytes >= characters, so a file of at most part_chars bytes has at most part_chars characters
+        if config.part_chars < size <= config.max_file_bytes:
+            data = store.read(source)
+            if len(data) > config.max_file_bytes:
+                raise RequestTooLargeError(
+                    f"{source} is {len(data):,} bytes; the limit is {config.max_file_bytes:,} ({ENV_MAX_FILE_BYTES})"
+                )
+            text, encoding = decode_text(data, str(source))
+            if len(text) > config.part_chars:
+                return start_job(store, source, data, text, encoding, service, config)
+    return handle_upload(store, source, service, config, deadline=deadline)
+
+
+# --- 1. plan ----------------------------------------------------------------------------------------------------
+def start_job(
+    store: VersionedStore,
+    source: ObjectRef,
+    data: bytes,
+    text: str,
+    encoding: str,
+    service: TranslationService,
+    config: RuntimeConfig,
+) -> dict[str, Any]:
+    """Write the manifest, then the parts (each only if missing): their events start the translation."""
+    output = plan_output(source, config)
+    info = service.info()
+    job = job_id(source, data, str(info.get("bundle_hash", "")), config.part_chars)
+    layout = JobLayout.of(source.scheme, output.bucket, config.work_prefix, job)
+    lead, parts = plan_parts(text, config.part_chars)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "job": job,
+        "status": "translating",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "source": {"bucket": source.bucket, "key": source.key, "encoding": encoding, "bytes": len(data)},
+        "output": {"bucket": output.bucket, "key": output.key, "version_at_start": store.version(output)},
+        "model": info.get("model"),
+        "bundle_hash": info.get("bundle_hash"),
+        "part_chars": config.part_chars,
+        "lead": lead,
+        "parts": [
+            {
+                "index": index,
+                "key": layout.part(index).key,
+                "sha256": _sha256(part.text),
+                "characters": len(part.text),
+                "separator": part.separator,
+            }
+            for index, part in enumerate(parts)
+        ],
+        "done": [],
+    }
+    created = store.write_if(layout.manifest, _json_bytes(manifest), {}, None, JSON_CONTENT_TYPE)
+    if not created:  # planned before (a re-delivered event): keep that plan, add only missing parts
+        manifest = _load_manifest(store, layout.manifest)[0]
+        parts = _parts_from(manifest, text)
+    existing = set(store.list_keys(layout.bucket, layout.prefix + PARTS_DIR))
+    written = 0
+    for index, part in enumerate(parts):
+        ref = layout.part(index)
+        if ref.key in existing:
+            continue
+        if store.write_if(ref, part.text.encode("utf-8"), {META_JOB: job, "bulk-part": str(index)}, None):
+            written += 1
+    logger.info(
+        "%s: %s characters in %d parts (job %s, manifest %s); %d part objects written",
+        source,
+        f"{len(text):,}",
+        len(parts),
+        job,
+        layout.manifest,
+        written,
+    )
+    if not parts:  # nothing to translate (cannot happen above part_chars characters); assemble at once
+        return assemble(store, layout, manifest)
+    return {
+        "source": str(source),
+        "status": "planned" if created else "already planned",
+        "job": job,
+        "parts": len(parts),
+        "parts_written": written,
+        "manifest": str(layout.manifest),
+        "output": str(output),
+    }
+
+
+def _parts_from(manifest: dict[str, Any], text: str) -> list[Part]:
+    """The parts an existing manifest planned, cut again from the same text (its hashes must match)."""
+    lead, parts = plan_parts(text, int(manifest["part_chars"]))
+    recorded = [entry["sha256"] for entry in manifest["parts"]]
+    if lead != manifest["lead"] or [_sha256(part.text) for part in parts] != recorded:
+        raise BulkError(f"job {manifest['job']}: the source no longer cuts into the parts its manifest records")
+    return parts
+
+
+# --- 2. translate a part ----------------------------------------------------------------------------------------
+def translate_part(
+    store: VersionedStore,
+    layout: JobLayout,
+    index: int,
+    service: TranslationService,
+    *,
+    deadline: float | None = None,
+) -> dict[str, Any]:
+    """Translate part ``index`` unless its result exists, record it in the manifest, assemble after the last."""
+    manifest, _ = _load_manifest(store, layout.manifest)
+    if not 0 <= index < len(manifest["parts"]):
+        raise BulkError(f"{layout.part(index)}: the manifest has {len(manifest['parts'])} parts")
+    entry = manifest["parts"][index]
+    done_ref = layout.done(index)
+    status = "duplicate"
+    if index not in manifest["done"] and store.version(done_ref) is None:
+        found = store.read_versioned(layout.part(index))
+        if found is None:
+            raise BulkError(f"{layout.part(index)} does not exist, though its event was delivered")
+        text = found.data.decode("utf-8")
+        if _sha256(text) != entry["sha256"]:
+            raise BulkError(f"{layout.part(index)} does not match the sha256 its manifest records")
+        began = time.monotonic()
+        translation = _translate_part_text(service, text, deadline)
+        written = store.write_if(
+            done_ref, translation.encode("utf-8"), {META_JOB: manifest["job"], "bulk-part": str(index)}, None
+        )
+        status = "translated" if written else "duplicate"
+        logger.info(
+            "job %s part %d/%d: %s characters in %.1f s (%s)",
+            manifest["job"],
+            index + 1,
+            len(manifest["parts"]),
+            f"{len(text):,}",
+            time.monotonic() - began,
+            status,
+        )
+
+    def mark(current: dict[str, Any]) -> bool:
+        if index in current["done"]:
+            return False
+        current["done"] = sorted({*current["done"], index})
+        return True
+
+    manifest = _swap_manifest(store, layout.manifest, mark)
+    result: dict[str, Any] = {
+        "source": str(layout.part(index)),
+        "status": status,
+        "job": manifest["job"],
+        "done": len(manifest["done"]),
+        "parts": len(manifest["parts"]),
+    }
+    if len(manifest["done"]) == len(manifest["parts"]) and manifest["status"] != "complete":
+        result["assembly"] = assemble(store, layout, manifest)["status"]
+    return result
+
+
+# --- 3. assemble ------------------------------------------------------------------------------------------------
+def assemble(store: VersionedStore, layout: JobLayout, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Join the part translations in order and write the output once (conditional on its planned version)."""
+    pieces = [manifest["lead"]]
+    for entry in manifest["parts"]:
+        found = store.read_versioned(layout.done(entry["index"]))
+        if found is None:
+            raise BulkError(f"{layout.done(entry['index'])} is missing though the manifest lists it as done")
+        pieces.append(found.data.decode("utf-8") + entry["separator"])
+    payload = "".join(pieces).encode("utf-8")
+    source, output = manifest["source"], manifest["output"]
+    output_ref = ObjectRef(layout.scheme, output["bucket"], output["key"])
+    metadata = {
+        META_SOURCE_BUCKET: quote(source["bucket"], safe=""),
+        META_SOURCE_KEY: quote(source["key"], safe="/"),
+        META_SOURCE_ENCODING: source["encoding"],
+        META_MODEL: quote(str(manifest.get("model") or ""), safe=""),
+        META_BUNDLE_HASH: str(manifest.get("bundle_hash") or ""),
+        META_JOB: manifest["job"],
+        META_PARTS: str(len(manifest["parts"])),
+    }
+    if store.write_if(output_ref, payload, metadata, output["version_at_start"]):
+        status = "assembled"
+        logger.info(
+            "job %s: wrote %s (%s bytes, %d parts)", manifest["job"], output_ref, f"{len(payload):,}", len(pieces) - 1
+        )
+    else:
+        current = store.read_versioned(output_ref)
+        if current is not None and current.metadata.get(META_JOB) == manifest["job"]:
+            status = "already assembled"  # another invocation finished the last part at the same time
+        else:
+            status = "superseded"
+            logger.warning(
+                "job %s: %s changed since the job was planned (another upload of the same key?); not overwritten",
+                manifest["job"],
+                output_ref,
+            )
+
+    def complete(current: dict[str, Any]) -> bool:
+        if current["status"] == "complete":
+            return False
+        current["status"] = "superseded" if status == "superseded" else "complete"
+        return True
+
+    _swap_manifest(store, layout.manifest, complete)
+    return {"status": status, "output": str(output_ref), "job": manifest["job"]}
+
+
+__all__ = [
+    "BulkError",
+    "JobLayout",
+    "Part",
+    "Progress",
+    "assemble",
+    "handle_object_event",
+    "plan_parts",
+    "read_progress",
+    "start_job",
+    "translate_in_parts",
+    "translate_part",
+]

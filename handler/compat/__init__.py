@@ -1,0 +1,34 @@
+"""Drop-in HTTP APIs of other translation servers, on the same translation service.
+
+* ``handler.compat.libretranslate``: LibreTranslate's ``POST /translate`` (told from ours by its ``q`` field or
+  a form body), ``POST /detect``, ``GET /languages``, ``GET /frontend/settings``;
+* ``handler.compat.deepl``: DeepL's ``POST /v2/translate``, ``GET /v2/languages``, ``GET /v2/usage``.
+
+Each answers in its own API's shapes, with its own error body and status codes, while the limits (characters,
+texts) and the errors underneath are the service's (``handler.errors``). ``handler.http_api`` asks
+``CompatApis.handle`` first and serves its own routes when that returns None.
+"""
+
+from __future__ import annotations
+
+from handler.compat.deepl import DeepLApi
+from handler.compat.libretranslate import LibreTranslateApi
+from handler.compat.requests import HttpRequest, HttpResponse
+from handler.startup import Startup
+
+
+class CompatApis:
+    """The drop-in APIs of one cold start."""
+
+    def __init__(self, startup: Startup) -> None:
+        self.libretranslate = LibreTranslateApi(startup)
+        self.deepl = DeepLApi(startup)
+
+    def handle(self, path: str, request: HttpRequest) -> HttpResponse | None:
+        """The response when ``path`` (normalised, no query) belongs to a drop-in API; None otherwise."""
+        for api in (self.deepl, self.libretranslate):
+            if request.method == "OPTIONS" and path in api.routes and path != "/translate":
+                return HttpResponse(204, {"Allow": ", ".join((*api.routes[path], "OPTIONS"))}, b"")
+            if api.claims(path, request):
+                return api.handle(path, request)
+        return None

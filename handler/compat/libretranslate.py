@@ -1,0 +1,222 @@
+"""LibreTranslate's API on the translation service, for its clients (libretranslatepy, browser extensions, apps).
+
+Routes (as LibreTranslate serves them; JSON or form-encoded bodies, GET parameters in the query string):
+
+``POST /translate``         ``q`` (a string or a list), ``source`` ("zh", "zt", "zh-Hans", "zh-Hant", "auto", ...),
+                            ``target`` ("en"), ``format`` ("text" or "html"), ``api_key``, ``alternatives``
+                            → ``{"translatedText": ...}`` (a list for a list), with ``detectedLanguage`` when the
+                            source was "auto" and ``alternatives`` (always empty here) when asked for.
+                            Told apart from this server's own ``POST /translate`` by its ``q`` field or a form body.
+``POST /detect``            ``q`` → ``[{"language": "zh", "confidence": 97.0}]`` ("zt" for Traditional Chinese)
+``GET|POST /languages``     the pairs this server translates: zh → en and zt → en
+``GET /frontend/settings``  the character limit, whether a key is required, the default languages
+
+Errors are LibreTranslate's: ``{"error": "message"}`` with 400 (bad or too large request, unsupported language),
+403 (missing or invalid ``api_key`` when ``TRANSLATE_API_KEYS`` is set), 404 and 405, 500 (translation failed or
+the model is unavailable).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from handler.compat.requests import (
+    FORM_TYPE,
+    HttpRequest,
+    HttpResponse,
+    RequestFields,
+    UnauthorizedError,
+    json_response,
+    key_is_valid,
+    read_fields,
+)
+from handler.config import ENV_API_KEYS
+from handler.errors import InvalidRequestError, TranslatorError
+from handler.script_conversion import HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL, canonical_variant
+from handler.service import TranslateOptions
+from handler.startup import Startup
+
+logger = logging.getLogger(__name__)
+
+TARGET = "en"
+# the codes this server lists (LibreTranslate's classic ones); the others of _SOURCES are accepted too
+LANGUAGES = (
+    {"code": "zh", "name": "Chinese", "targets": [TARGET]},
+    {"code": "zt", "name": "Chinese (traditional)", "targets": [TARGET]},
+    {"code": TARGET, "name": "English", "targets": []},
+)
+_CODE_BY_VARIANT = {SIMPLIFIED: "zh", TRADITIONAL: "zt", TAIWAN: "zt", HONG_KONG: "zt"}
+_FORMATS = {"text": "text", "html": "html"}
+MAX_BODY_BYTES = 10 * 1024 * 1024
+
+ROUTES: dict[str, tuple[str, ...]] = {
+    "/translate": ("POST",),
+    "/detect": ("POST",),
+    "/languages": ("GET", "POST"),
+    "/frontend/settings": ("GET",),
+}
+
+
+class _Status(Exception):
+    """An answer other than 200 with LibreTranslate's body."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _status_for(error: TranslatorError) -> int:
+    if isinstance(error, UnauthorizedError):
+        return 403
+    if error.code in ("invalid_request", "request_too_large"):
+        return 400
+    return 500
+
+
+class LibreTranslateApi:
+    def __init__(self, startup: Startup) -> None:
+        self.startup = startup
+        self.keys = startup.config.api_keys
+        self.routes = ROUTES
+
+    def claims(self, path: str, request: HttpRequest) -> bool:
+        """LibreTranslate's routes; ``POST /translate`` only with a ``q`` field or a non-JSON body."""
+        if path != "/translate":
+            return path in ROUTES
+        if request.method != "POST":
+            return False
+        content_type = request.headers.get("content-type", "").lower()
+        if content_type.startswith(FORM_TYPE):  # LibreTranslate's clients send forms; this server's API takes JSON
+            return "q" in parse_qs(request.body.decode("utf-8", "replace"), keep_blank_values=True)
+        if "json" not in content_type:
+            return False  # this server's own API explains which body it takes
+        try:
+            payload = json.loads(request.body)
+        except ValueError:
+            return False  # this server's own API answers malformed JSON
+        return isinstance(payload, dict) and "q" in payload and not any(name in payload for name in ("text", "texts"))
+
+    def handle(self, path: str, request: HttpRequest) -> HttpResponse:
+        try:
+            allowed = ROUTES[path]
+            if request.method not in allowed and not (request.method == "HEAD" and "GET" in allowed):
+                return json_response(
+                    405, {"error": f"{path} answers {' and '.join(allowed)}"}, {"Allow": ", ".join(allowed)}
+                )
+            fields = read_fields(request, MAX_BODY_BYTES)
+            if path == "/languages":
+                return json_response(200, list(LANGUAGES))
+            if path == "/frontend/settings":
+                return json_response(200, self._settings())
+            self._check_key(fields)
+            if path == "/detect":
+                return json_response(200, self._detect(fields))
+            return json_response(200, self._translate(fields))
+        except _Status as error:
+            return json_response(error.status, {"error": str(error)})
+        except TranslatorError as error:
+            status = _status_for(error)
+            if status >= 500:
+                logger.error("LibreTranslate %s failed: %s: %s", path, type(error).__name__, error)
+            return json_response(status, {"error": str(error)})
+        except Exception:
+            logger.exception("LibreTranslate %s failed with an unexpected error", path)
+            return json_response(500, {"error": "internal error while translating; the function's log has the details"})
+
+    # --- routes ---------------------------------------------------------------------------------------------
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "charLimit": self.startup.config.max_chars,
+            "frontendTimeout": 500,
+            "apiKeys": bool(self.keys),
+            "keyRequired": bool(self.keys),
+            "suggestions": False,
+            "filesTranslation": False,
+            "supportedFilesFormat": [],
+            "language": {
+                "source": {"code": "zh", "name": "Chinese"},
+                "target": {"code": TARGET, "name": "English"},
+            },
+        }
+
+    def _check_key(self, fields: RequestFields) -> None:
+        if not key_is_valid(fields.text("api_key"), self.keys):
+            raise UnauthorizedError(
+                "Invalid API key: this server requires an api_key from its list (TRANSLATE_API_KEYS); "
+                "ask the server's operator for one"
+                if fields.get("api_key")
+                else f"Visit the server's operator to get an API key: api_key is required ({ENV_API_KEYS} is set)"
+            )
+
+    def _detect(self, fields: RequestFields) -> list[dict[str, Any]]:
+        texts, _ = _queries(fields)
+        scripts = self.startup.require_service().scripts
+        sample = "\n".join(texts)
+        found = scripts.detect(sample)
+        letters = sum(1 for ch in sample if ch.isalpha())
+        if not found.han:
+            return [{"language": TARGET, "confidence": 100.0 if letters else 0.0}]
+        confidence = round(100.0 * found.han / max(1, letters), 1)
+        return [{"language": _CODE_BY_VARIANT.get(found.variant, "zh"), "confidence": min(100.0, confidence)}]
+
+    def _translate(self, fields: RequestFields) -> dict[str, Any]:
+        texts, is_list = _queries(fields)
+        source = (fields.text("source") or "auto").strip()
+        target = (fields.text("target") or "").strip()
+        if target.lower() not in (TARGET, "en-us", "en-gb"):
+            raise _Status(
+                400,
+                f"{target or 'no target'} is not supported as target language: this server translates Chinese "
+                f"(zh, zt) to English (target en)",
+            )
+        try:
+            variant = canonical_variant(source)
+        except InvalidRequestError:
+            raise _Status(
+                400,
+                f"{source} is not supported as source language: this server translates Chinese (zh, zt, "
+                f"zh-Hans, zh-Hant or auto) to English",
+            ) from None
+        text_format = _FORMATS.get((fields.text("format") or "text").lower())
+        if text_format is None:
+            raise _Status(400, f"format {fields.text('format')!r} is not supported; use text or html")
+        service = self.startup.require_service()
+        options = TranslateOptions(format=text_format, source=variant)
+        translations = service.translate_many(texts, options)
+        result: dict[str, Any] = {"translatedText": translations if is_list else translations[0]}
+        if variant == "auto":
+            detected = [
+                {"language": _CODE_BY_VARIANT[service.scripts.resolve(text)], "confidence": 100.0} for text in texts
+            ]
+            result["detectedLanguage"] = detected if is_list else detected[0]
+        if _alternatives(fields):
+            result["alternatives"] = [[] for _ in texts] if is_list else []
+        return result
+
+
+def _queries(fields: RequestFields) -> tuple[list[str], bool]:
+    """``q`` as a list of texts and whether it was given as a list."""
+    if "q" not in fields:
+        raise _Status(400, "Invalid request: missing q parameter")
+    value = fields.get("q")
+    if isinstance(value, str):
+        return [value], False
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value), True
+    raise _Status(400, "Invalid request: q must be a string or a list of strings")
+
+
+def _alternatives(fields: RequestFields) -> int:
+    raw = fields.get("alternatives")
+    if raw is None or raw == "":
+        return 0
+    try:
+        count = int(raw)
+    except (TypeError, ValueError):
+        raise _Status(400, f"Invalid request: alternatives must be an integer; got {raw!r}") from None
+    if not 0 <= count <= 3:
+        raise _Status(400, "Invalid request: alternatives must be between 0 and 3")
+    return count

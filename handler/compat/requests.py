@@ -1,0 +1,113 @@
+"""What the drop-in APIs share: reading JSON or form bodies, query strings, API keys, JSON responses."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.message import Message
+from typing import Any
+from urllib.parse import parse_qs
+
+from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError
+from handler.http_api import HttpRequest, HttpResponse
+
+FORM_TYPE = "application/x-www-form-urlencoded"
+JSON_TYPE = "application/json"
+
+__all__ = ["HttpRequest", "HttpResponse", "RequestFields", "read_fields", "json_response", "key_is_valid"]
+
+
+class UnauthorizedError(TranslatorError):
+    """A drop-in API request without a valid API key, when the deployment sets TRANSLATE_API_KEYS."""
+
+    code = "unauthorized"
+
+
+@dataclass(frozen=True)
+class RequestFields:
+    """A request's parameters: query string, then the body (JSON object or form); repeated form keys are lists."""
+
+    values: Mapping[str, Any]
+    form: bool  # the body was form-encoded (or empty), so every value is a string or a list of strings
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.values.get(name, default)
+
+    def text(self, name: str, default: str | None = None) -> str | None:
+        """One string parameter; a repeated form parameter or a non-string JSON value is an error."""
+        value = self.values.get(name)
+        if value is None:
+            return default
+        if isinstance(value, list) and self.form and len(value) == 1:
+            value = value[0]
+        if not isinstance(value, str):
+            raise InvalidRequestError(f"{name!r} must be a string")
+        return value
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.values
+
+
+def read_fields(request: HttpRequest, max_body_bytes: int) -> RequestFields:
+    """The query string's and the body's parameters (the body wins); JSON or form-encoded bodies."""
+    values: dict[str, Any] = {}
+    _, _, query = request.path.partition("?")
+    values.update(_form(query))
+    if len(request.body) > max_body_bytes:
+        raise RequestTooLargeError(f"the request body is {len(request.body):,} bytes; the limit is {max_body_bytes:,}")
+    media_type, _charset = media_type_of(request.headers.get("content-type", ""))
+    body = request.body.strip()
+    if media_type == JSON_TYPE or media_type.endswith("+json") or (not media_type and body[:1] == b"{"):
+        try:
+            payload = json.loads(request.body) if body else {}
+        except (UnicodeDecodeError, ValueError) as error:
+            raise InvalidRequestError(f"the body is not valid UTF-8 JSON: {error}") from None
+        if not isinstance(payload, dict):
+            raise InvalidRequestError("the JSON body must be an object")
+        values.update(payload)
+        return RequestFields(values, form=False)
+    if body and media_type not in ("", FORM_TYPE, "text/plain"):
+        raise InvalidRequestError(
+            f"the body must be JSON ({JSON_TYPE}) or form-encoded ({FORM_TYPE}); got {media_type}"
+        )
+    try:
+        values.update(_form(request.body.decode("utf-8")))
+    except UnicodeDecodeError:
+        raise InvalidRequestError("the form body is not UTF-8") from None
+    return RequestFields(values, form=True)
+
+
+def media_type_of(content_type: str) -> tuple[str, str | None]:
+    """``("application/json", "utf-8")`` from a Content-Type header; ``("", None)`` without one."""
+    if not content_type:
+        return "", None
+    message = Message()
+    message["content-type"] = content_type
+    charset = message.get_param("charset")
+    return message.get_content_type().lower(), charset if isinstance(charset, str) else None
+
+
+def _form(encoded: str) -> dict[str, Any]:
+    """Form fields; a field given once is a string, a repeated one (or one named ``x[]``) a list."""
+    fields: dict[str, Any] = {}
+    for name, items in parse_qs(encoded, keep_blank_values=True).items():
+        key = name[:-2] if name.endswith("[]") else name
+        fields[key] = items if len(items) > 1 or name.endswith("[]") else items[0]
+    return fields
+
+
+def key_is_valid(key: str | None, keys: tuple[str, ...]) -> bool:
+    """Without configured keys every request passes; otherwise ``key`` must be one of them (constant time)."""
+    if not keys:
+        return True
+    if not key:
+        return False
+    return any(hmac.compare_digest(key.encode("utf-8"), allowed.encode("utf-8")) for allowed in keys)
+
+
+def json_response(status: int, payload: Any, headers: Mapping[str, str] | None = None) -> HttpResponse:
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    all_headers = {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", **(headers or {})}
+    return HttpResponse(status, all_headers, body)

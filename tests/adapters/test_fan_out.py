@@ -1,0 +1,168 @@
+"""Bulk translation across invocations, end to end on loopback: moto's S3 server, several real function processes
+(``awslambdaric`` running ``handler.aws_lambda.lambda_handler``) and a platform that delivers the parts' events in
+random order, retries a failed invocation and delivers duplicates (``tests/adapters/fan_out_platform.py``).
+
+The output must equal the single-process translation of the same parts byte for byte, be written exactly once
+(the output bucket is versioned: one version), and the manifest must record every part as done.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from handler.bulk import MANIFEST_NAME, handle_object_event, plan_parts, read_progress, translate_in_parts
+from handler.object_store import GcsStore, ObjectRef, S3Store
+from handler.startup import Startup
+from tests.adapters.conftest import AWS_TEST_ENV
+from tests.adapters.fan_out_platform import WORK_PREFIX, Workers, part_events, s3_event
+from tests.fixture_corpus import fixture_pairs
+
+pytestmark = pytest.mark.slow
+
+PART_CHARS = 1_000  # the smallest TRANSLATE_PART_CHARS allows: a 6,000-character file makes 7 parts
+WORKERS = 3
+
+
+def book(characters: int = 6_000) -> str:
+    """Paragraphs of the fixture's Chinese sentences, with a title line, CRLF-free blank lines and a long one."""
+    sentences = [pair.zh for pair in fixture_pairs()]
+    paragraphs = ["第一章\n"]
+    index = 0
+    while sum(len(p) + 2 for p in paragraphs) < characters:
+        size = 3 if len(paragraphs) % 4 else 12  # every fourth paragraph is long
+        paragraphs.append("".join(sentences[(index + n) % len(sentences)] for n in range(size)))
+        index += size
+    return "\n\n".join(paragraphs) + "\n"
+
+
+@pytest.fixture(scope="module")
+def buckets(s3_client: Any) -> tuple[str, str]:
+    upload, output = f"in-{uuid.uuid4().hex[:10]}", f"out-{uuid.uuid4().hex[:10]}"
+    s3_client.create_bucket(Bucket=upload)
+    s3_client.create_bucket(Bucket=output)
+    s3_client.put_bucket_versioning(Bucket=output, VersioningConfiguration={"Status": "Enabled"})
+    return upload, output
+
+
+@pytest.fixture(scope="module")
+def workers(
+    adapter_env: dict[str, str],
+    moto_endpoint: str,
+    buckets: tuple[str, str],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Workers]:
+    env = {
+        **adapter_env,
+        "TRANSLATE_PART_CHARS": str(PART_CHARS),
+        "TRANSLATE_OUTPUT_BUCKET": buckets[1],
+        **AWS_TEST_ENV,
+        "AWS_ENDPOINT_URL_S3": moto_endpoint,
+    }
+    started = Workers.start(WORKERS, env, tmp_path_factory.mktemp("fan-out"))
+    started.warm()
+    yield started
+    started.stop()
+
+
+def _versions(s3: Any, bucket: str, key: str) -> list[dict[str, Any]]:
+    return [v for v in s3.list_object_versions(Bucket=bucket, Prefix=key).get("Versions", []) if v["Key"] == key]
+
+
+def test_large_file_fans_out_and_is_assembled_exactly_once(
+    workers: Workers, s3_client: Any, buckets: tuple[str, str], startup: Startup
+) -> None:
+    upload, output = buckets
+    text = book()
+    s3_client.put_object(Bucket=upload, Key="books/long book.txt", Body=text.encode("utf-8"))
+
+    # GIVEN the upload's event, delivered twice (S3 may do that) WHEN the function plans THEN one plan, parts once
+    planned = workers.deliver([("upload", s3_event(upload, "books/long book.txt"))] * 2)
+    results = [d.payload["results"][0] for d in planned]
+    assert sorted(r["status"] for r in results) == ["already planned", "planned"], results
+    parts = part_events(s3_client, output)
+    expected_parts = len(plan_parts(text, PART_CHARS)[1])
+    assert len(parts) == expected_parts >= 6
+    assert sum(r["parts_written"] for r in results) == expected_parts  # the duplicate wrote no part
+
+    # WHEN the parts' events arrive in random order, one of them twice, and one part's first invocation fails
+    # (it starts with less time left than TRANSLATE_DEADLINE_MARGIN_S, so it stops before translating)
+    shuffled = parts + [parts[2]]
+    random.Random(14).shuffle(shuffled)
+    failing = parts[4][0]
+    deliveries = workers.deliver(
+        shuffled, time_limit_s=lambda key, attempt: 2.0 if key == failing and attempt == 1 else 900.0
+    )
+
+    # THEN the failed invocation was retried once, and every part translated once (the duplicate found its result)
+    failed = [d for d in deliveries if d.outcome == "error"]
+    assert [(d.key, d.attempt) for d in failed] == [(failing, 1)]
+    assert "deadline" in json.dumps(failed[0].payload)
+    answers = [d.payload["results"][0] for d in deliveries if d.outcome == "response"]
+    assert sorted(a["status"] for a in answers).count("translated") == expected_parts
+    assert [a["status"] for a in answers].count("duplicate") == 1
+    assert [a.get("assembly") for a in answers].count("assembled") == 1
+    assert len({d.worker for d in deliveries}) > 1  # the parts really were spread over processes
+
+    # AND the output equals the single-process translation of the same parts byte for byte, written once
+    key = "translated/books/long book.txt"
+    stored = s3_client.get_object(Bucket=output, Key=key)
+    expected = translate_in_parts(startup.require_service(), text, PART_CHARS)
+    assert stored["Body"].read().decode("utf-8") == expected
+    assert len(_versions(s3_client, output, key)) == 1
+    assert stored["Metadata"]["source-key"] == "books/long%20book.txt"
+    assert stored["Metadata"]["bulk-parts"] == str(expected_parts)
+
+    # AND the manifest says every part is done and the job complete
+    manifest_key = next(
+        k["Key"]
+        for k in s3_client.list_objects_v2(Bucket=output, Prefix=WORK_PREFIX)["Contents"]
+        if k["Key"].endswith(MANIFEST_NAME)
+    )
+    progress = read_progress(S3Store(s3_client), ObjectRef("s3", output, manifest_key))
+    assert progress.complete and progress.done == tuple(range(expected_parts))
+
+    # WHEN every part's event is delivered once more THEN nothing is translated or written again
+    again = workers.deliver(part_events(s3_client, output))
+    assert {d.payload["results"][0]["status"] for d in again} == {"duplicate"}
+    assert len(_versions(s3_client, output, key)) == 1
+
+
+def test_small_file_keeps_the_one_invocation_path(workers: Workers, s3_client: Any, buckets: tuple[str, str]) -> None:
+    upload, output = buckets
+    s3_client.put_object(Bucket=upload, Key="short.txt", Body="今天天气很好。\n".encode())
+    [delivery] = workers.deliver([("short", s3_event(upload, "short.txt"))])
+    assert delivery.payload["results"][0]["status"] == "translated"
+    keys = [item["Key"] for item in s3_client.list_objects_v2(Bucket=output, Prefix=WORK_PREFIX).get("Contents", [])]
+    assert not any("short" in k for k in keys)
+
+
+# --- Cloud Storage: the same path through the GCP adapter ---------------------------------------------------------
+def test_gcs_fan_out_on_cloud_storage(gcs_client: Any, startup: Startup) -> None:
+    """Plan, parts in random order and assembly on gcp-storage-emulator, input and output in one bucket (the
+    emulator ignores preconditions, so exactly-once is the S3 test's; this one checks the Cloud Storage calls)."""
+    bucket = f"gcs-{uuid.uuid4().hex[:10]}"
+    gcs_client.create_bucket(bucket)
+    config = startup.config.with_overrides(part_chars=PART_CHARS)
+    store = GcsStore(gcs_client)
+    text = book(3_000)
+    gcs_client.bucket(bucket).blob("long.txt").upload_from_string(text.encode("utf-8"), content_type="text/plain")
+    service = startup.require_service()
+    plan = handle_object_event(store, ObjectRef("gs", bucket, "long.txt"), service, config)
+    assert plan["status"] == "planned"
+    parts = [name for name in store.list_keys(bucket, WORK_PREFIX) if "/parts/" in name]
+    random.Random(3).shuffle(parts)
+    statuses = [handle_object_event(store, ObjectRef("gs", bucket, name), service, config) for name in parts]
+    assert [s.get("assembly") for s in statuses].count("assembled") == 1
+    # the part results and the manifest live under the work prefix too: their events are ignored
+    manifest = ObjectRef("gs", bucket, plan["manifest"].split(f"{bucket}/", 1)[1])
+    ignored = handle_object_event(store, manifest, service, config)
+    assert ignored["status"] == "ignored"
+    written = gcs_client.bucket(bucket).get_blob("translated/long.txt")
+    assert written.download_as_bytes().decode("utf-8") == translate_in_parts(service, text, PART_CHARS)
+    assert written.metadata["bulk-parts"] == str(len(parts))
