@@ -75,3 +75,49 @@ class LoopingModel:
         log_probs = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
         present = [np.concatenate([array, np.zeros_like(array[:, :, :1])], axis=2) for array in past]
         return log_probs.astype(np.float32), present
+
+
+class PrefixModel:
+    """A step model whose next-token probabilities depend on the tokens chosen so far, as a table says.
+
+    ``table[prefix]`` maps tokens to probabilities after ``prefix`` (a tuple of chosen ids); the rest of the mass
+    is spread evenly over the other tokens. The first step's input id is ignored (as CSANMT's decoder does); the
+    "past" carries the chosen tokens and a step counter, so searches reorder it like a real KV cache.
+    """
+
+    def __init__(self, table: dict[tuple[int, ...], dict[int, float]], vocab: int = 8, eos_id: int = 0) -> None:
+        self.table = table
+        self.vocab = vocab
+        self.spec = ModelSpec(
+            vocab_size=vocab,
+            d_model=4,
+            attention_heads=1,
+            head_dim=4,
+            encoder_layers=1,
+            decoder_layers=1,
+            max_positions=512,
+            pad_id=eos_id,
+            eos_id=eos_id,
+            unk_id=vocab - 1,
+            decoder_start_id=eos_id,
+        )
+        self.step_rows: list[int] = []
+
+    def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> list[np.ndarray]:
+        return [np.zeros((input_ids.shape[0], 1, input_ids.shape[1], 4), np.float32)]
+
+    def empty_past(self, batch_size: int) -> list[np.ndarray]:
+        return [np.zeros((batch_size, 0), np.int64), np.zeros((batch_size, 0), np.int64)]
+
+    def probabilities(self, prefix: tuple[int, ...]) -> np.ndarray:
+        given = self.table.get(prefix, {})
+        rest = (1.0 - sum(given.values())) / (self.vocab - len(given))
+        return np.array([given.get(token, rest) for token in range(self.vocab)], dtype=np.float64)
+
+    def step(self, input_ids: np.ndarray, mask: np.ndarray, past: list[np.ndarray], cross: list[np.ndarray]) -> Any:
+        self.step_rows.append(input_ids.shape[0])
+        chosen, counter = past
+        if counter.shape[1]:
+            chosen = np.concatenate([chosen, input_ids.astype(np.int64)], axis=1)
+        log_probs = np.log(np.stack([self.probabilities(tuple(row)) for row in chosen.tolist()])).astype(np.float32)
+        return log_probs, [chosen, np.zeros((counter.shape[0], counter.shape[1] + 1), np.int64)]
