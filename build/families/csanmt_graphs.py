@@ -39,7 +39,6 @@ store it once. FP32 graphs are written with ONNX external data (the full-size en
 from __future__ import annotations
 
 import math
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, cast
@@ -48,6 +47,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from build import onnx_graphs as marian_graphs
 from build.families.csanmt_checkpoint import ROOT, CsanmtConfig
 from handler import bundle
 
@@ -395,23 +395,15 @@ class DecoderStepGraph(nn.Module):
 
 
 def encoder_io_names(layers: int) -> tuple[list[str], list[str]]:
-    outputs: list[str] = []
-    for i in range(layers):
-        outputs += [bundle.cross_key(i), bundle.cross_value(i)]
-    outputs += [semantic_bias(i) for i in range(layers)]
-    return [bundle.INPUT_IDS, bundle.ATTENTION_MASK], [*outputs, ENCODER_STATES, SEMANTIC_VECTOR]
+    """Marian's encoder names (cross K/V per layer), then the semantic biases and the verification outputs."""
+    inputs, outputs = marian_graphs.encoder_io_names(layers)
+    return inputs, [*outputs, *(semantic_bias(i) for i in range(layers)), ENCODER_STATES, SEMANTIC_VECTOR]
 
 
 def decoder_io_names(layers: int) -> tuple[list[str], list[str]]:
-    inputs = [bundle.INPUT_IDS, bundle.ENCODER_ATTENTION_MASK]
-    outputs = [bundle.LOG_PROBS]
-    for i in range(layers):
-        inputs += [bundle.past_key(i), bundle.past_value(i)]
-        outputs += [bundle.present_key(i), bundle.present_value(i)]
-    for i in range(layers):
-        inputs += [bundle.cross_key(i), bundle.cross_value(i)]
-    inputs += [semantic_bias(i) for i in range(layers)]
-    return inputs, outputs
+    """Marian's one-step decoder names, plus the semantic bias of every layer as further inputs."""
+    inputs, outputs = marian_graphs.decoder_io_names(layers)
+    return [*inputs, *(semantic_bias(i) for i in range(layers))], outputs
 
 
 def _save_with_external_data(exported: Path, target: Path) -> None:
@@ -424,6 +416,30 @@ def _save_with_external_data(exported: Path, target: Path) -> None:
     onnx.save_model(
         model, str(target), save_as_external_data=True, all_tensors_to_one_file=True, location=f"{target.name}.data"
     )
+
+
+def _export(
+    module: nn.Module,
+    args: tuple[torch.Tensor, ...],
+    target: Path,
+    names: tuple[list[str], list[str]],
+    axes: dict[str, dict[int, str]],
+) -> None:
+    """TorchScript-based export (as ``build.onnx_graphs``) into a scratch folder, re-saved with external data."""
+    with tempfile.TemporaryDirectory(prefix="csanmt-export-", dir=target.parent) as scratch:
+        raw = Path(scratch) / target.name
+        torch.onnx.export(
+            module,
+            args,
+            str(raw),
+            input_names=names[0],
+            output_names=names[1],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
+            do_constant_folding=True,
+        )
+        _save_with_external_data(raw, target)
 
 
 def export_graphs(network: CsanmtNetwork, out_dir: Path) -> tuple[Path, Path]:
@@ -444,7 +460,6 @@ def export_graphs(network: CsanmtNetwork, out_dir: Path) -> tuple[Path, Path]:
     attention_mask = torch.ones((batch, src_len), dtype=torch.long)
     attention_mask[1, -2:] = 0
 
-    enc_inputs, enc_outputs = encoder_io_names(layers)
     per_sentence_axes = {0: "batch", 2: "src_len"}
     enc_axes: dict[str, dict[int, str]] = {
         bundle.INPUT_IDS: {0: "batch", 1: "src_len"},
@@ -455,7 +470,6 @@ def export_graphs(network: CsanmtNetwork, out_dir: Path) -> tuple[Path, Path]:
     for i in range(layers):
         enc_axes[bundle.cross_key(i)] = enc_axes[bundle.cross_value(i)] = per_sentence_axes
         enc_axes[semantic_bias(i)] = {0: "batch"}
-    dec_inputs, dec_outputs = decoder_io_names(layers)
     dec_axes: dict[str, dict[int, str]] = {
         bundle.INPUT_IDS: {0: "batch"},
         bundle.ENCODER_ATTENTION_MASK: {0: "batch", 1: "src_len"},
@@ -467,43 +481,19 @@ def export_graphs(network: CsanmtNetwork, out_dir: Path) -> tuple[Path, Path]:
         dec_axes[bundle.cross_key(i)] = dec_axes[bundle.cross_value(i)] = per_sentence_axes
         dec_axes[semantic_bias(i)] = {0: "batch"}
 
-    with tempfile.TemporaryDirectory(prefix="csanmt-export-", dir=out_dir) as scratch, torch.no_grad():
+    with torch.no_grad():
         encoder = EncoderGraph(network).eval()
-        raw_encoder = Path(scratch) / "encoder" / bundle.ENCODER_ONNX
-        raw_encoder.parent.mkdir()
-        torch.onnx.export(
-            encoder,
-            (input_ids, attention_mask),
-            str(raw_encoder),
-            input_names=enc_inputs,
-            output_names=enc_outputs,
-            dynamic_axes=enc_axes,
-            opset_version=OPSET,
-            dynamo=False,
-            do_constant_folding=True,
-        )
-        _save_with_external_data(raw_encoder, encoder_path)
-        shutil.rmtree(raw_encoder.parent)
+        _export(encoder, (input_ids, attention_mask), encoder_path, encoder_io_names(layers), enc_axes)
         outputs = encoder(input_ids, attention_mask)
         cross, augmentations = outputs[: 2 * layers], outputs[2 * layers : 3 * layers]
-        del encoder
-
-        decoder = DecoderStepGraph(network).eval()
+        assert augmentations[0].shape == (batch, 1, hidden)
         past = [torch.zeros((batch, heads, past_len, head_dim)) for _ in range(2 * layers)]
         step_ids = torch.full((batch, 1), 3, dtype=torch.long)
-        raw_decoder = Path(scratch) / "decoder" / bundle.DECODER_ONNX
-        raw_decoder.parent.mkdir()
-        assert augmentations[0].shape == (batch, 1, hidden)
-        torch.onnx.export(
-            decoder,
+        _export(
+            DecoderStepGraph(network).eval(),
             (step_ids, attention_mask, *past, *cross, *augmentations),
-            str(raw_decoder),
-            input_names=dec_inputs,
-            output_names=dec_outputs,
-            dynamic_axes=dec_axes,
-            opset_version=OPSET,
-            dynamo=False,
-            do_constant_folding=True,
+            decoder_path,
+            decoder_io_names(layers),
+            dec_axes,
         )
-        _save_with_external_data(raw_decoder, decoder_path)
     return encoder_path, decoder_path
