@@ -16,7 +16,16 @@ from typing import Any
 
 import pytest
 
-from handler.bulk import MANIFEST_NAME, handle_object_event, plan_parts, read_progress, translate_in_parts
+from handler.bulk import (
+    MANIFEST_NAME,
+    JobLayout,
+    assemble,
+    handle_object_event,
+    plan_parts,
+    read_progress,
+    translate_in_parts,
+    translate_part,
+)
 from handler.object_store import GcsStore, ObjectRef, S3Store
 from handler.startup import Startup
 from tests.adapters.conftest import AWS_TEST_ENV
@@ -166,3 +175,27 @@ def test_gcs_fan_out_on_cloud_storage(gcs_client: Any, startup: Startup) -> None
     written = gcs_client.bucket(bucket).get_blob("translated/long.txt")
     assert written.download_as_bytes().decode("utf-8") == translate_in_parts(service, text, PART_CHARS)
     assert written.metadata["bulk-parts"] == str(len(parts))
+
+
+def test_two_invocations_assembling_at_once_write_the_output_once(s3_client: Any, startup: Startup) -> None:
+    # GIVEN a job whose last two parts finished together: both invocations saw every part done
+    bucket = f"race-{uuid.uuid4().hex[:10]}"
+    s3_client.create_bucket(Bucket=bucket)
+    s3_client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    store, service = S3Store(s3_client), startup.require_service()
+    config = startup.config.with_overrides(part_chars=PART_CHARS)
+    s3_client.put_object(Bucket=bucket, Key="race.txt", Body=book(2_500).encode("utf-8"))
+    plan = handle_object_event(store, ObjectRef("s3", bucket, "race.txt"), service, config)
+    layout = JobLayout.of("s3", bucket, WORK_PREFIX, plan["job"])
+    for index in range(plan["parts"] - 1):
+        translate_part(store, layout, index, service)
+    stale = json.loads(s3_client.get_object(Bucket=bucket, Key=layout.manifest.key)["Body"].read())
+    stale["done"] = list(range(plan["parts"]))  # what the second finisher read before the first completed
+
+    # WHEN the first finishes (and assembles) and the second assembles from its snapshot
+    first = translate_part(store, layout, plan["parts"] - 1, service)
+    second = assemble(store, layout, stale)
+
+    # THEN the output was written once, and the second invocation knows it was
+    assert (first["assembly"], second["status"]) == ("assembled", "already assembled")
+    assert len(_versions(s3_client, bucket, "translated/race.txt")) == 1
