@@ -227,7 +227,7 @@ class HttpApi:
 
     def _json_body(self, request: HttpRequest) -> Any:
         raw_type = request.headers.get("content-type", "")
-        media_type, charset = _media_type(raw_type)
+        media_type, charset = media_type_of(raw_type)
         if media_type != JSON_TYPE and not media_type.endswith("+json"):
             found = f"Content-Type {raw_type!r}" if raw_type else "no Content-Type"
             raise UnsupportedMediaTypeError(
@@ -324,7 +324,8 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
-def _media_type(content_type: str) -> tuple[str, str | None]:
+def media_type_of(content_type: str) -> tuple[str, str | None]:
+    """``("application/json", "utf-8")`` from a Content-Type header; ``("", None)`` without one."""
     if not content_type:
         return "", None
     message = Message()

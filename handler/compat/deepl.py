@@ -24,6 +24,7 @@ import threading
 from typing import Any
 
 from handler.compat.requests import (
+    ApiStatus,
     HttpRequest,
     HttpResponse,
     RequestFields,
@@ -58,14 +59,6 @@ ROUTES: dict[str, tuple[str, ...]] = {
 }
 
 
-class _Status(Exception):
-    """An answer other than 200 with DeepL's body."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 _STATUS_BY_CODE = {
     "unauthorized": 403,
     "invalid_request": 400,
@@ -91,7 +84,7 @@ class DeepLApi:
         try:
             allowed = ROUTES.get(path)
             if allowed is None:
-                raise _Status(404, f"{path} is not a DeepL route this server answers; it has {', '.join(ROUTES)}")
+                raise ApiStatus(404, f"{path} is not a DeepL route this server answers; it has {', '.join(ROUTES)}")
             if request.method not in allowed and not (request.method == "HEAD" and "GET" in allowed):
                 return json_response(
                     405, {"message": f"{path} answers {' and '.join(allowed)}"}, {"Allow": ", ".join(allowed)}
@@ -101,12 +94,12 @@ class DeepLApi:
             if path == "/v2/languages":
                 kind = (fields.text("type") or "source").lower()
                 if kind not in ("source", "target"):
-                    raise _Status(400, f"Value for 'type' not supported: {kind!r}; use source or target")
+                    raise ApiStatus(400, f"Value for 'type' not supported: {kind!r}; use source or target")
                 return json_response(200, SOURCE_LANGUAGES if kind == "source" else TARGET_LANGUAGES)
             if path == "/v2/usage":
                 return json_response(200, {"character_count": self._characters, "character_limit": CHARACTER_LIMIT})
             return json_response(200, self._translate(fields))
-        except _Status as error:
+        except ApiStatus as error:
             return json_response(error.status, {"message": str(error)})
         except TranslatorError as error:
             status = _STATUS_BY_CODE.get(error.code, 500)
@@ -132,25 +125,25 @@ class DeepLApi:
         texts = _texts(fields)
         target = (fields.text("target_lang") or "").strip().upper()
         if not target:
-            raise _Status(400, "Parameter 'target_lang' not specified; this server translates to EN, EN-US or EN-GB")
+            raise ApiStatus(400, "Parameter 'target_lang' not specified; this server translates to EN, EN-US or EN-GB")
         if target not in _TARGETS:
-            raise _Status(
+            raise ApiStatus(
                 400,
                 f"Value for 'target_lang' not supported: {target}; this server translates Chinese to English "
                 f"(target_lang EN, EN-US or EN-GB)",
             )
         source = (fields.text("source_lang") or "").strip().upper()
         if source and source not in _SOURCE_VARIANTS:
-            raise _Status(
+            raise ApiStatus(
                 400,
                 f"Value for 'source_lang' not supported: {source}; this server translates Chinese (source_lang ZH, "
                 f"ZH-HANS or ZH-HANT) to English",
             )
         tag_handling = (fields.text("tag_handling") or "").strip().lower()
         if tag_handling not in ("", "html"):
-            raise _Status(400, f"Value for 'tag_handling' not supported: {tag_handling}; this server handles html")
+            raise ApiStatus(400, f"Value for 'tag_handling' not supported: {tag_handling}; this server handles html")
         if fields.get("glossary_id"):
-            raise _Status(
+            raise ApiStatus(
                 400,
                 "glossary_id is not supported: this server applies its deployment's glossary (TRANSLATE_GLOSSARY_FILE) "
                 "to every request",
@@ -172,8 +165,8 @@ class DeepLApi:
 def _texts(fields: RequestFields) -> list[str]:
     value = fields.get("text")
     if value is None:
-        raise _Status(400, "Parameter 'text' not specified")
+        raise ApiStatus(400, "Parameter 'text' not specified")
     texts = [value] if isinstance(value, str) else value
     if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
-        raise _Status(400, "Parameter 'text' must be a string or a non-empty list of strings")
+        raise ApiStatus(400, "Parameter 'text' must be a string or a non-empty list of strings")
     return texts

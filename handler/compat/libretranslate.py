@@ -25,6 +25,7 @@ from urllib.parse import parse_qs
 
 from handler.compat.requests import (
     FORM_TYPE,
+    ApiStatus,
     HttpRequest,
     HttpResponse,
     RequestFields,
@@ -58,14 +59,6 @@ ROUTES: dict[str, tuple[str, ...]] = {
     "/languages": ("GET", "POST"),
     "/frontend/settings": ("GET",),
 }
-
-
-class _Status(Exception):
-    """An answer other than 200 with LibreTranslate's body."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def _status_for(error: TranslatorError) -> int:
@@ -115,7 +108,7 @@ class LibreTranslateApi:
             if path == "/detect":
                 return json_response(200, self._detect(fields))
             return json_response(200, self._translate(fields))
-        except _Status as error:
+        except ApiStatus as error:
             return json_response(error.status, {"error": str(error)})
         except TranslatorError as error:
             status = _status_for(error)
@@ -167,7 +160,7 @@ class LibreTranslateApi:
         source = (fields.text("source") or "auto").strip()
         target = (fields.text("target") or "").strip()
         if target.lower() not in (TARGET, "en-us", "en-gb"):
-            raise _Status(
+            raise ApiStatus(
                 400,
                 f"{target or 'no target'} is not supported as target language: this server translates Chinese "
                 f"(zh, zt) to English (target en)",
@@ -175,14 +168,14 @@ class LibreTranslateApi:
         try:
             variant = canonical_variant(source)
         except InvalidRequestError:
-            raise _Status(
+            raise ApiStatus(
                 400,
                 f"{source} is not supported as source language: this server translates Chinese (zh, zt, "
                 f"zh-Hans, zh-Hant or auto) to English",
             ) from None
         text_format = _FORMATS.get((fields.text("format") or "text").lower())
         if text_format is None:
-            raise _Status(400, f"format {fields.text('format')!r} is not supported; use text or html")
+            raise ApiStatus(400, f"format {fields.text('format')!r} is not supported; use text or html")
         service = self.startup.require_service()
         options = TranslateOptions(format=text_format, source=variant)
         translations = service.translate_many(texts, options)
@@ -200,13 +193,13 @@ class LibreTranslateApi:
 def _queries(fields: RequestFields) -> tuple[list[str], bool]:
     """``q`` as a list of texts and whether it was given as a list."""
     if "q" not in fields:
-        raise _Status(400, "Invalid request: missing q parameter")
+        raise ApiStatus(400, "Invalid request: missing q parameter")
     value = fields.get("q")
     if isinstance(value, str):
         return [value], False
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return list(value), True
-    raise _Status(400, "Invalid request: q must be a string or a list of strings")
+    raise ApiStatus(400, "Invalid request: q must be a string or a list of strings")
 
 
 def _alternatives(fields: RequestFields) -> int:
@@ -216,7 +209,7 @@ def _alternatives(fields: RequestFields) -> int:
     try:
         count = int(raw)
     except (TypeError, ValueError):
-        raise _Status(400, f"Invalid request: alternatives must be an integer; got {raw!r}") from None
+        raise ApiStatus(400, f"Invalid request: alternatives must be an integer; got {raw!r}") from None
     if not 0 <= count <= 3:
-        raise _Status(400, "Invalid request: alternatives must be between 0 and 3")
+        raise ApiStatus(400, "Invalid request: alternatives must be between 0 and 3")
     return count

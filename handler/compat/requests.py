@@ -6,17 +6,24 @@ import hmac
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from email.message import Message
 from typing import Any
 from urllib.parse import parse_qs
 
 from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError
-from handler.http_api import HttpRequest, HttpResponse
+from handler.http_api import HttpRequest, HttpResponse, media_type_of
 
 FORM_TYPE = "application/x-www-form-urlencoded"
 JSON_TYPE = "application/json"
 
 __all__ = ["HttpRequest", "HttpResponse", "RequestFields", "read_fields", "json_response", "key_is_valid"]
+
+
+class ApiStatus(Exception):
+    """An answer of a drop-in API other than 200, in that API's own error shape (status and message)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class UnauthorizedError(TranslatorError):
@@ -77,16 +84,6 @@ def read_fields(request: HttpRequest, max_body_bytes: int) -> RequestFields:
     except UnicodeDecodeError:
         raise InvalidRequestError("the form body is not UTF-8") from None
     return RequestFields(values, form=True)
-
-
-def media_type_of(content_type: str) -> tuple[str, str | None]:
-    """``("application/json", "utf-8")`` from a Content-Type header; ``("", None)`` without one."""
-    if not content_type:
-        return "", None
-    message = Message()
-    message["content-type"] = content_type
-    charset = message.get_param("charset")
-    return message.get_content_type().lower(), charset if isinstance(charset, str) else None
 
 
 def _form(encoded: str) -> dict[str, Any]:

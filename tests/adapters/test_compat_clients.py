@@ -238,3 +238,10 @@ def test_keys_are_required_when_configured(keyed_url: str) -> None:
     with pytest.raises(deepl.AuthorizationException):
         _deepl(keyed_url, "wrong-key").translate_text("你好", target_lang="EN-US")
     assert _deepl(keyed_url, API_KEY).translate_text("今天天气很好。", target_lang="EN-US").text.strip()
+
+
+def test_get_parameters_arrive_through_every_adapter(base_url: str) -> None:
+    import urllib.request
+
+    with urllib.request.urlopen(base_url + "v2/languages?type=target") as response:  # noqa: S310 - loopback
+        assert [entry["language"] for entry in json.loads(response.read())] == ["EN-GB", "EN-US"]
