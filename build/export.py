@@ -138,6 +138,7 @@ def export_bundle(
             fp32_figures, fp32_greedy = checkpoint.compare_fp32(fp32, sentences)
             _say(progress, f"  {fp32_figures.to_dict()}")
             verify.check(fp32_figures, thresholds)
+            checkpoint.release_reference()
             _say(progress, f"quantizing ({quantization.to_dict()})")
             int8 = (
                 quantize_graph(fp32[0], staging / bundle.ENCODER_ONNX, quantization),

@@ -44,6 +44,10 @@ class Checkpoint(Protocol):
         """FP32 graphs vs the reference model: ``(verify.Figures, the graphs' greedy outputs)``."""
         ...
 
+    def release_reference(self) -> None:
+        """Drop the source model once the FP32 graphs have passed their check (memory for quantization)."""
+        ...
+
     def compare_int8(
         self, fp32: tuple[Path, Path], int8: tuple[Path, Path], sentences: Sequence[str], fp32_greedy: list[list[int]]
     ) -> Any:

@@ -265,12 +265,16 @@ class CsanmtCheckpoint:
         )
         return figures, greedy
 
+    def release_reference(self) -> None:
+        """The PyTorch network (2.3 GB at full size) is not needed after the FP32 check."""
+        self.network = None
+
     def compare_int8(
         self, fp32: tuple[Path, Path], int8: tuple[Path, Path], sentences: Sequence[str], fp32_greedy: list[list[int]]
     ) -> verify.Figures:
         batch = self.tokenizer.batch(sentences, self.spec.max_positions)
         _, previous, valid = teacher_forcing_inputs(fp32_greedy)
-        expected = OnnxCsanmt(*fp32, self.config).steps(batch, previous)
+        expected = OnnxCsanmt(*fp32, self.config).steps(batch, previous)  # the FP32 sessions close after this
         quantized = OnnxCsanmt(*int8, self.config)
         found = quantized.steps(batch, previous)
         greedy = quantized.greedy(batch, self._max_new_tokens())
