@@ -32,7 +32,7 @@ LOCK_STAMP := $(LOCK_VENV)/.installed-lock
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
 	--no-emit-index-url --no-emit-find-links
 
-.PHONY: help run test lint model train eval bench image image-gcp deploy-aws deploy-gcp lock clean distclean \
+.PHONY: help run test lint model train eval fidelity bench image image-gcp deploy-aws deploy-gcp lock clean distclean \
 	browser dev-env run-env model-argument
 
 help:
@@ -42,6 +42,7 @@ help:
 	@echo "make model MODEL=<folder or hub id> [NAME=...] [LABEL=...] [FAMILY=csanmt] [FORCE=1]   export + quantize + verify a bundle"
 	@echo "make train [TRAIN_ARGS=--finalize]   train the default model (resumes; finalize writes the checkpoint)"
 	@echo "make eval                   BLEU/chrF++ of the bundles on the dev set (data/corpus, or TRANSLATE_CORPUS_DIR)"
+	@echo "make fidelity [FIDELITY_ARGS=--dev --guards --tiny]   spans, amounts, glossary, markup kept, per class"
 	@echo "make bench                  runtime micro-benchmark"
 	@echo "make image / image-gcp      container images for AWS Lambda / Cloud Run (needs Docker; MODEL=... bakes another)"
 	@echo "make deploy-aws / deploy-gcp   print the deployment commands; DEPLOY=1 runs them"
@@ -115,6 +116,9 @@ train: $(DEV_STAMP)
 
 eval: $(DEV_STAMP)
 	$(VENV)/bin/python -m build.evaluate $(EVAL_ARGS)
+
+fidelity: $(DEV_STAMP)
+	$(VENV)/bin/python -m bench.fidelity $(FIDELITY_ARGS)
 
 bench: $(DEV_STAMP)
 	$(VENV)/bin/python -m bench.runtime_bench $(BENCH_ARGS)

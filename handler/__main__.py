@@ -1,8 +1,9 @@
 """Command line: ``python -m handler translate [FILE|-]`` and ``python -m handler serve``.
 
 ``translate`` reads a text file (or stdin) in any encoding the file adapters accept, writes the English to
-stdout and, for long inputs, a progress bar to stderr. ``serve`` starts the HTTP surface (page and API) on the
-standard library's HTTP server.
+stdout and, for long inputs, a progress bar to stderr; ``.html``/``.md`` files are translated as HTML/Markdown
+(markup kept; ``--format`` overrides), and ``--glossary FILE`` adds terms. ``serve`` starts the HTTP surface
+(page and API) on the standard library's HTTP server.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from typing import BinaryIO, TextIO
 
 from handler.config import RuntimeConfig
 from handler.errors import TranslatorError
-from handler.file_translation import decode_text, translate_text
+from handler.file_translation import decode_text, format_for, translate_text
+from handler.glossary import load_glossary
+from handler.markup import FORMATS
 from handler.service import TranslateOptions
 
 PROGRESS_MIN_CHARS = 1_000  # inputs shorter than this finish too fast for a progress bar to help
@@ -56,9 +59,11 @@ def _read_input(name: str, stdin: BinaryIO) -> bytes:
 def translate_command(args: argparse.Namespace) -> int:
     from handler import runtime
 
-    raw_options: dict[str, object] = {}
+    raw_options: dict[str, object] = {"format": args.format or format_for(args.file)}
     if args.beam_size is not None:
         raw_options["beam_size"] = args.beam_size
+    if args.glossary is not None:
+        raw_options["glossary"] = load_glossary(args.glossary, "--glossary")
     options = TranslateOptions.from_mapping(raw_options)
     data = _read_input(args.file, sys.stdin.buffer)
     text, _encoding = decode_text(data, "stdin" if args.file == "-" else args.file)
@@ -112,6 +117,18 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("file", nargs="?", default="-", help="a text file, or - for stdin (the default)")
     translate.add_argument("--beam-size", type=int, default=None, help="1-8 (default: TRANSLATE_BEAM_SIZE or 4)")
     translate.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    translate.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="text, html or markdown (default: by the file's suffix, .html/.htm and .md/.markdown; stdin: text)",
+    )
+    translate.add_argument(
+        "--glossary",
+        type=Path,
+        default=None,
+        help="a glossary file (JSON object or TSV term<TAB>target), over TRANSLATE_GLOSSARY_FILE's terms",
+    )
     translate.set_defaults(run=translate_command)
 
     serve = commands.add_parser("serve", parents=[common], help="serve the web page and the JSON API")

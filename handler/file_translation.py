@@ -8,7 +8,8 @@ Steps, each of which can refuse with a clear error before anything is written:
 2. check the size against ``TRANSLATE_MAX_FILE_BYTES`` before downloading;
 3. read and decode (UTF-8 with or without BOM, UTF-16/32 with BOM, GB18030/GBK; binary files refused);
 4. translate paragraph by paragraph under the invocation's deadline (``DeadlineExceededError`` before the
-   platform would kill us);
+   platform would kill us); ``.html``/``.htm`` files as HTML and ``.md``/``.markdown`` files as Markdown
+   (``format_for``: text nodes and inline text translated, markup kept), anything else as plain text;
 5. write the whole UTF-8 result in one request, with metadata naming the source object and the model bundle.
 """
 
@@ -36,6 +37,9 @@ META_SOURCE_KEY = "source-key"
 META_SOURCE_ENCODING = "source-encoding"
 META_MODEL = "model"
 META_BUNDLE_HASH = "bundle-hash"
+
+# uploads translated as markup rather than plain text, by file name suffix (lower-cased)
+MARKUP_SUFFIXES = {".html": "html", ".htm": "html", ".xhtml": "html", ".md": "markdown", ".markdown": "markdown"}
 
 # byte-order marks, longest first (the UTF-32 LE mark begins with the UTF-16 LE one)
 _BOMS: tuple[tuple[bytes, str, str], ...] = (
@@ -141,6 +145,12 @@ def translate_text(
     return translation.replace("\n", "\r\n") if crlf else translation
 
 
+def format_for(name: str) -> str:
+    """The ``format`` option for a file: ``html`` or ``markdown`` by its suffix, else ``text``."""
+    dot = name.rfind(".")
+    return MARKUP_SUFFIXES.get(name[dot:].lower(), "text") if dot >= 0 else "text"
+
+
 def translate_object(
     store: ObjectStore,
     source: ObjectRef,
@@ -169,7 +179,8 @@ def translate_object(
             f"nothing was written"
         )
     text, encoding = decode_text(data, str(source))
-    translation = translate_text(service, text, deadline=deadline)
+    options = TranslateOptions(format=format_for(source.key))
+    translation = translate_text(service, text, options, deadline=deadline)
     payload = translation.encode("utf-8")
     info = service.info()
     metadata = {

@@ -3,9 +3,10 @@
 An adapter turns its platform's request into an ``HttpRequest``, calls ``HttpApi.handle`` and turns the
 ``HttpResponse`` back into its platform's shape. Routes:
 
-``POST /translate``  JSON ``{"text": "..."}`` or ``{"texts": ["...", ...]}`` plus options (``beam_size``, ...)
-                     → ``{"translation": "..."}`` or ``{"translations": [...]}`` with ``model``, ``bundle_hash``
-                     and ``elapsed_ms``.
+``POST /translate``  JSON ``{"text": "..."}`` or ``{"texts": ["...", ...]}`` plus options (``beam_size``,
+                     ``format``, ``glossary``, ...) → ``{"translation": "..."}`` or ``{"translations": [...]}``
+                     with ``model``, ``bundle_hash`` and ``elapsed_ms``; ``"spans": true`` adds ``spans``, each
+                     translation's protected spans and glossary hits (``kind``, ``source``, ``target``).
 ``GET /``            the two-pane web page (``handler/web/index.html``) with the limits injected.
 ``GET /healthz``     model name, bundle hash, warm state, cold-start timings and limits (503 while unavailable).
 
@@ -37,7 +38,7 @@ from handler.errors import (
     RequestTooLargeError,
     TranslatorError,
 )
-from handler.service import TranslateOptions
+from handler.service import TextTranslation, TranslateOptions
 from handler.startup import Startup
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ PAGE_CONFIG_PLACEHOLDER = "__TRANSLATOR_PAGE_CONFIG__"
 
 JSON_TYPE = "application/json"
 TEXT_FIELDS = ("text", "texts")
+SPANS_FIELD = "spans"  # true: the response lists each translation's protected spans and glossary hits
 
 
 @dataclass(frozen=True)
@@ -210,14 +212,19 @@ class HttpApi:
     def _translate(self, request: HttpRequest) -> HttpResponse:
         payload = self._json_body(request)
         text, texts, options = _parse_translate_request(payload)
+        with_spans = _spans_wanted(payload)
         service = self.startup.require_service()
         began = time.perf_counter()
         result: dict[str, Any]
+        details = service.translate_detailed(texts if texts is not None else [text or ""], options)
         if texts is not None:
-            result = {"translations": service.translate_many(texts, options)}
+            result = {"translations": [detail.text for detail in details]}
+            if with_spans:
+                result[SPANS_FIELD] = [_spans_json(detail) for detail in details]
         else:
-            assert text is not None
-            result = {"translation": service.translate(text, options)}
+            result = {"translation": details[0].text}
+            if with_spans:
+                result[SPANS_FIELD] = _spans_json(details[0])
         result.update(
             model=self._model,
             bundle_hash=self._bundle_hash,
@@ -283,7 +290,9 @@ def _parse_translate_request(payload: Any) -> tuple[str | None, list[str] | None
         raise InvalidRequestError(
             f'give exactly one of "text" (a string) or "texts" (a list of strings); found {found}'
         )
-    options = TranslateOptions.from_mapping({k: v for k, v in payload.items() if k not in TEXT_FIELDS})
+    options = TranslateOptions.from_mapping(
+        {k: v for k, v in payload.items() if k not in TEXT_FIELDS and k != SPANS_FIELD}
+    )
     if "text" in payload:
         text = payload["text"]
         if not isinstance(text, str):
@@ -298,6 +307,18 @@ def _parse_translate_request(payload: Any) -> tuple[str | None, list[str] | None
             raise InvalidRequestError(f'"texts"[{index}] must be a string; got a JSON {_json_kind(item)}')
         _require_encodable(item, f'"texts"[{index}]')
     return None, texts, options
+
+
+def _spans_wanted(payload: dict[str, Any]) -> bool:
+    wanted = payload.get(SPANS_FIELD, False)
+    if not isinstance(wanted, bool):
+        raise InvalidRequestError(f'"{SPANS_FIELD}" must be true or false; got a JSON {_json_kind(wanted)}')
+    return wanted
+
+
+def _spans_json(detail: TextTranslation) -> list[dict[str, str]]:
+    """Each protected span of a translation: its kind, its source text and the text the translation carries."""
+    return [{"kind": span.kind.value, "source": span.source, "target": span.target} for span in detail.spans]
 
 
 def _require_encodable(text: str, name: str) -> None:

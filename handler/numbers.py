@@ -59,11 +59,13 @@ def _alternatives(words: Mapping[str, object]) -> str:
 
 # a digit before the number means we are inside a longer one; a letter, inside an identifier (v3万 is odd enough)
 _AMOUNT = re.compile(
-    rf"(?<![0-9０-９.,A-Za-z])(?P<number>{_NUMBER})(?:(?P<multiplier>{_alternatives(MULTIPLIERS)})"
+    rf"(?<![0-9０-９.,A-Za-z])(?P<number>{_NUMBER}) ?(?:(?P<multiplier>{_alternatives(MULTIPLIERS)})"
     rf"(?P<currency>{_alternatives(CURRENCIES)})?|(?P<only_currency>{_alternatives(CURRENCIES)}))"
 )
+# a space may stand between the digits and the unit, as in UN documents ("2020 年 1 月 15 日")
 _DATE = re.compile(
-    rf"(?<![0-9０-９.,A-Za-z])(?:(?P<year>[0-9０-９]{{4}})年)?(?:(?P<month>{_INTEGER})月(?:(?P<day>{_INTEGER})[日号])?)?"
+    rf"(?<![0-9０-９.,A-Za-z])(?:(?P<year>[0-9０-９]{{4}}) ?年)?"
+    rf"(?:(?(year) ?)(?P<month>{_INTEGER}) ?月(?: ?(?P<day>{_INTEGER}) ?[日号])?)?"
 )
 
 

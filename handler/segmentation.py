@@ -37,6 +37,7 @@ CountTokens = Callable[[str], int]
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _LINE_BREAK = re.compile(f"[{LINE_BREAKS}]")
 _LINES = re.compile(f"[^{LINE_BREAKS}]+")
+_ONE_LINE = re.compile(f"\\s*[{LINE_BREAKS}]\\s*")
 
 _FULL_WIDTH_ENDS = "。！？；｡．︒﹒﹖﹗﹔"
 _ASCII_ENDS = ".!?;"
@@ -83,8 +84,9 @@ class Document:
 
         Whitespace that holds a line break is copied from the input, as are the text's leading and trailing
         whitespace; translations on one line are joined with a single space, and empty translations add
-        nothing. Whitespace inside a translation is collapsed to single spaces, so a translation can never
-        add or remove a line.
+        nothing. Line breaks inside a translation (with the whitespace around them) become single spaces, so a
+        translation can never add or remove a line; other whitespace inside it is kept (a protected span such
+        as ``a  b`` in code comes out byte for byte).
         """
         if len(translations) != len(self.segments):
             raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")
@@ -97,7 +99,7 @@ class Document:
                 parts.append(gap)  # the text's leading whitespace, or line breaks with the next indentation
                 line_has_text = False
             previous_end = segment.end
-            text = " ".join(translation.split())
+            text = _ONE_LINE.sub(" ", translation).strip()
             if not text:
                 continue
             if line_has_text:

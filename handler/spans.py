@@ -7,18 +7,21 @@ two kinds whose English is known in advance: numbers with a Chinese unit (``hand
 ``30,000``) and glossary terms (``handler.glossary``). Spans separated only by spaces (``iPhone 15 Pro``,
 ``pip install numpy``) form one **unit**.
 
-``translate_protected`` translates segments with a caller's batch translator, in two rounds at most:
+``translate_protected`` translates segments with a caller's batch translator, in three rounds at most:
 
-1. **Placeholders.** Each unit becomes ``X1``, ``X2``, ... (all Latin letters and digits of the segment are in
+1. **As is.** A segment is first translated as it stands (the model keeps its full context and its own words);
+   the output is kept when it already carries every unit's target, as often as the source has it (most
+   sentences whose spans are plain words and numbers). Segments with markup skip this round.
+2. **Placeholders.** Each unit becomes ``X1``, ``X2``, ... (all Latin letters and digits of the segment are in
    units, so nothing else in the model's input looks like one); the model translates the sentence around them,
    keeping its context. The output is accepted when every placeholder comes back exactly once, no other one
    appears, and markup units keep their order; each placeholder is then replaced by its unit's English.
-2. **Stitching**, for every segment whose placeholders did not come back: the Chinese pieces between the units
+3. **Stitching**, for every segment whose placeholders did not come back: the Chinese pieces between the units
    are translated on their own and joined with the units in source order (CJK punctuation between them becomes
    its ASCII form). The units are exact by construction; the word order around them is the source's.
 
 A segment without any Chinese character is returned unchanged and never reaches the model. A placeholder never
-reaches the user: an output is either verified or rebuilt by stitching.
+reaches the user: an output is either checked or rebuilt by stitching.
 """
 
 from __future__ import annotations
@@ -324,29 +327,54 @@ def contains_placeholder(text: str) -> bool:
 def translate_protected(
     texts: Sequence[str], translate: TranslateBatch, glossary: Mapping[str, str] | None = None
 ) -> list[Translation]:
-    """Each segment's translation with its protected spans intact (see the module's two rounds)."""
+    """Each segment's translation with its protected spans intact (see the module's three rounds)."""
     plans = [protect(text, glossary) for text in texts]
-    inputs = [plan.model_input for plan in plans if plan.model_input is not None]
-    first = iter(translate(inputs) if inputs else [])
-    results: list[Translation | None] = []
-    for plan in plans:
-        if plan.model_input is None:
-            results.append(Translation(plan.source, "unchanged", tuple(plan.spans())))
-            continue
-        output = next(first)
-        restored = restore(plan, output)
-        method = "plain" if not plan.units else "placeholders"
-        results.append(None if restored is None else Translation(restored, method, tuple(plan.spans())))
-
-    pending = [plan for plan, result in zip(plans, results, strict=True) if result is None]
-    pieces = sorted({text.strip() for plan in pending for text, unit in plan.pieces() if unit is None and has_chinese(text)})
+    results: list[Translation | None] = [
+        Translation(plan.source, "unchanged", tuple(plan.spans())) if plan.model_input is None else None
+        for plan in plans
+    ]
+    # round 1: the segment as it is (no markup): kept when the output already carries every unit's target
+    raw = [index for index, plan in enumerate(plans) if results[index] is None and not _has_markup(plan)]
+    for index, output in zip(raw, translate([plans[index].source for index in raw]) if raw else [], strict=True):
+        if carries_units(plans[index], output):
+            method = "plain" if not plans[index].units else "as is"
+            results[index] = Translation(output, method, tuple(plans[index].spans()))
+    # round 2: placeholders
+    pending = [index for index, result in enumerate(results) if result is None]
+    inputs = [plans[index].model_input or "" for index in pending]
+    for index, output in zip(pending, translate(inputs) if inputs else [], strict=True):
+        restored = restore(plans[index], output)
+        if restored is not None:
+            results[index] = Translation(restored, "placeholders", tuple(plans[index].spans()))
+    # round 3: stitching
+    stitched = [plans[index] for index, result in enumerate(results) if result is None]
+    pieces = sorted(
+        {text.strip() for plan in stitched for text, unit in plan.pieces() if unit is None and has_chinese(text)}
+    )
     translated = dict(zip(pieces, translate(pieces) if pieces else [], strict=True))
-    final: list[Translation] = []
-    for plan, result in zip(plans, results, strict=True):
-        if result is None:
-            result = Translation(stitch(plan, translated), "stitched", tuple(plan.spans()))
-        final.append(result)
-    return final
+    return [
+        result if result is not None else Translation(stitch(plan, translated), "stitched", tuple(plan.spans()))
+        for plan, result in zip(plans, results, strict=True)
+    ]
+
+
+def _has_markup(plan: Protected) -> bool:
+    return any(unit.is_markup for unit in plan.units)
+
+
+def carries_units(plan: Protected, output: str) -> bool:
+    """Whether ``output`` holds every unit's target as often as the source has it (a converted target may start
+    with a capital letter, at the start of a sentence)."""
+    wanted: dict[str, int] = {}
+    for unit in plan.units:
+        wanted[unit.target] = wanted.get(unit.target, 0) + 1
+    for target, times in wanted.items():
+        found = output.count(target)
+        if target[:1].islower():
+            found += output.count(target[0].upper() + target[1:])
+        if found < times:
+            return False
+    return True
 
 
 def restore(plan: Protected, output: str) -> str | None:

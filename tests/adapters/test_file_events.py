@@ -294,7 +294,8 @@ def test_a_file_longer_than_the_time_left_fails_and_writes_nothing(s3_backend: S
     backend = s3_backend
     bucket = backend.bucket()
     # (a distinct Chinese character in each paragraph: digits would all become one protected placeholder)
-    long_text = "\n".join(f"第{chr(0x4E00 + i)}段。今天天气很好，我们去公园散步，然后在湖边吃午饭。" for i in range(400))
+    sentence = "今天天气很好，我们去公园散步，然后在湖边吃午饭。"
+    long_text = "\n".join(f"第{chr(0x4E00 + i)}段。{sentence}" for i in range(400))
     backend.put(bucket, "long.txt", long_text.encode("utf-8"))
     margin = startup.config.deadline_margin_s
     # WHEN the event arrives THEN the translation stops with DeadlineExceededError and writes nothing

@@ -33,3 +33,12 @@ def test_an_amount_or_date_is_converted(chinese: str, english: str) -> None:
 @pytest.mark.parametrize("text", ["13月5日", "版本3.0发布", "v3万", "三万人"])
 def test_what_is_not_an_amount_is_left_alone(text: str) -> None:
     assert find_amounts(text) == []
+
+
+def test_a_space_between_digits_and_units_is_allowed_but_not_taken_from_the_text_around() -> None:
+    text = "截至 2020 年 1 月 15 日,在 2024年 的 3 月 5 日"
+    assert [(text[a.start : a.end], a.english) for a in find_amounts(text)] == [
+        ("2020 年 1 月 15 日", "January 15, 2020"),
+        ("2024年", "2024"),
+        ("3 月 5 日", "March 5"),
+    ]

@@ -34,7 +34,10 @@ CLASSES = [
     ("一家👨‍👩‍👧人", [(SpanKind.EMOJI, "👨‍👩‍👧")]),
     ("增长了3.5%，共1,234,567人", [(SpanKind.NUMBER, "3.5%"), (SpanKind.NUMBER, "1,234,567")]),
     ("电话138-0013-8000，下午2:30", [(SpanKind.NUMBER, "138-0013-8000"), (SpanKind.NUMBER, "2:30")]),
-    ("发布了iPhone和C++，还有Node.js", [(SpanKind.LATIN, "iPhone"), (SpanKind.LATIN, "C++"), (SpanKind.LATIN, "Node.js")]),
+    (
+        "发布了iPhone和C++，还有Node.js",
+        [(SpanKind.LATIN, "iPhone"), (SpanKind.LATIN, "C++"), (SpanKind.LATIN, "Node.js")],
+    ),
     ("收入1.25亿元", [(SpanKind.AMOUNT, "1.25亿元")]),
     ("2024年3月15日举行", [(SpanKind.DATE, "2024年3月15日")]),
 ]
@@ -78,12 +81,25 @@ def copying(outputs: dict[str, str]):  # type: ignore[no-untyped-def]
     return translate, calls
 
 
+URL_SOURCE = "请访问 https://example.com/docs?id=42 获取更多信息。"
+CORRUPTED = "Please visit https://cert.com/docs? id 42 for more information."  # what the model did to it
+
+
+def test_an_output_that_already_carries_every_span_is_kept_as_it_is() -> None:
+    translate, calls = copying({"苹果发布了iPhone 15 Pro和3万台电脑。": "Apple released iPhone 15 Pro and 30,000 PCs."})
+    [result] = translate_protected(["苹果发布了iPhone 15 Pro和3万台电脑。"], translate)
+    assert (result.text, result.method) == ("Apple released iPhone 15 Pro and 30,000 PCs.", "as is")
+    assert len(calls) == 1
+
+
 def test_placeholders_that_come_back_once_are_restored() -> None:
-    translate, calls = copying({"请访问 X1 获取更多信息。": "Please visit X1 for more information."})
-    [result] = translate_protected(["请访问 https://example.com/docs?id=42 获取更多信息。"], translate)
+    translate, calls = copying(
+        {URL_SOURCE: CORRUPTED, "请访问 X1 获取更多信息。": "Please visit X1 for more information."}
+    )
+    [result] = translate_protected([URL_SOURCE], translate)
     assert result.text == "Please visit https://example.com/docs?id=42 for more information."
     assert result.method == "placeholders"
-    assert len(calls) == 1
+    assert calls == [[URL_SOURCE], ["请访问 X1 获取更多信息。"]]
 
 
 @pytest.mark.parametrize(
@@ -93,12 +109,17 @@ def test_placeholders_that_come_back_once_are_restored() -> None:
 )
 def test_a_placeholder_that_does_not_come_back_once_falls_back_to_stitching(output: str) -> None:
     translate, calls = copying(
-        {"请访问 X1 获取更多信息。": output, "请访问": "Please visit", "获取更多信息。": "For more information."}
+        {
+            URL_SOURCE: CORRUPTED,
+            "请访问 X1 获取更多信息。": output,
+            "请访问": "Please visit",
+            "获取更多信息。": "For more information.",
+        }
     )
-    [result] = translate_protected(["请访问 https://example.com/docs?id=42 获取更多信息。"], translate)
+    [result] = translate_protected([URL_SOURCE], translate)
     assert result.text == "Please visit https://example.com/docs?id=42 for more information."
     assert result.method == "stitched"
-    assert calls[1] == ["获取更多信息。", "请访问"]
+    assert calls[2] == ["获取更多信息。", "请访问"]
     assert not contains_placeholder(result.text)
 
 
@@ -119,12 +140,14 @@ def test_text_without_chinese_never_reaches_the_model() -> None:
 
 
 def test_a_glossary_term_at_the_start_of_a_sentence_gets_a_capital() -> None:
-    translate, _ = copying({"X1正在改变世界。": "X1 is changing the world."})
+    translate, _ = copying(
+        {"人工智能正在改变世界。": "AI is changing.", "X1正在改变世界。": "X1 is changing the world."}
+    )
     [result] = translate_protected(["人工智能正在改变世界。"], translate, {"人工智能": "artificial intelligence"})
     assert result.text == "Artificial intelligence is changing the world."
 
 
 def test_stitched_pieces_keep_spaces_and_punctuation_readable() -> None:
-    translate, _ = copying({"X1你好X2": "no placeholders", "你好": "Hello."})
+    translate, _ = copying({"😀你好😀 hello 123": "Hello hello 123", "X1你好X2": "no placeholders", "你好": "Hello."})
     [result] = translate_protected(["😀你好😀 hello 123"], translate)
     assert result.text == "😀 Hello 😀 hello 123"

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from handler.bundle import ModelSpec
-from handler.decoding import RepetitionGuard, ban_repetitions, beam_search, content_ids, greedy_search
+from handler.decoding import (
+    TRIGRAM_GUARD,
+    RepetitionGuard,
+    ban_repetitions,
+    beam_search,
+    content_ids,
+    greedy_search,
+)
 from handler.onnx_model import OnnxMarian
 from tests.runtime.step_models import CountingModel, LoopingModel
 
@@ -47,6 +54,15 @@ def has_repeated_ngram(tokens: list[int], n: int) -> bool:
     return len(ngrams) != len(set(ngrams))
 
 
+def has_tandem_repeat(tokens: list[int]) -> bool:
+    """Whether a stretch of two or more tokens is followed at once by itself."""
+    return any(
+        tokens[i : i + k] == tokens[i + k : i + 2 * k]
+        for k in range(2, len(tokens) // 2 + 1)
+        for i in range(len(tokens) - 2 * k + 1)
+    )
+
+
 def longest_run(tokens: list[int]) -> int:
     longest = run = 0
     for index, token in enumerate(tokens):
@@ -80,7 +96,7 @@ def test_greedy_equals_transformers_generate(
 def test_greedy_with_guard_equals_transformers_no_repeat_ngram(
     tiny_checkpoint: Any, tiny_fp32_model: OnnxMarian, source_batch: Any
 ) -> None:
-    ours = greedy_search(tiny_fp32_model, *source_batch, MAX_NEW_TOKENS, repetition_guard=True)
+    ours = greedy_search(tiny_fp32_model, *source_batch, MAX_NEW_TOKENS, repetition_guard=TRIGRAM_GUARD)
     reference = hf_generate(tiny_checkpoint, source_batch, MAX_NEW_TOKENS, num_beams=1, no_repeat_ngram_size=3)
     assert ours == reference
     assert not any(has_repeated_ngram(tokens, 3) for tokens in ours)
@@ -141,7 +157,9 @@ def test_beam_search_equals_transformers_generate(
 def test_beam_search_with_guard_equals_transformers_no_repeat_ngram(
     tiny_checkpoint: Any, tiny_fp32_model: OnnxMarian, source_batch: Any, beam_size: int
 ) -> None:
-    ours = beam_search(tiny_fp32_model, *source_batch, MAX_NEW_TOKENS, beam_size=beam_size)
+    ours = beam_search(
+        tiny_fp32_model, *source_batch, MAX_NEW_TOKENS, beam_size=beam_size, repetition_guard=TRIGRAM_GUARD
+    )
     reference = hf_generate(tiny_checkpoint, source_batch, MAX_NEW_TOKENS, num_beams=beam_size, no_repeat_ngram_size=3)
     assert ours == reference
     assert not any(has_repeated_ngram(tokens, 3) for tokens in ours)
@@ -173,11 +191,14 @@ def test_guard_stops_a_phrase_loop() -> None:
     # WHEN the guard is on, greedily and in a beam
     greedy = greedy_search(model, *looping_batch(), 20, repetition_guard=True)
     beam = beam_search(model, *looping_batch(), 20, beam_size=3)
-    # THEN no 3-gram repeats, and the outputs keep their full length: the loop was steered, not cut short
-    assert greedy[0][:5] == [2, 3, 4, 2, 3]  # the loop's first 3-gram is left alone until it would repeat
+    trigram = greedy_search(model, *looping_batch(), 20, repetition_guard=TRIGRAM_GUARD)
+    # THEN nothing repeats right after itself (with the 3-gram guard: no 3-gram repeats at all), and the outputs
+    # keep their full length: the loop was steered, not cut short
+    assert greedy[0][:5] == [2, 3, 4, 2, 3]  # the loop's first stretch is left alone until it would repeat
     for guarded in (greedy, beam):
-        assert not has_repeated_ngram(guarded[0], 3)
+        assert not has_tandem_repeat(guarded[0])
         assert len(guarded[0]) == 19
+    assert not has_repeated_ngram(trigram[0], 3) and len(trigram[0]) == 19
 
 
 def test_guard_stops_a_single_token_loop() -> None:
@@ -202,6 +223,21 @@ def test_ban_repetitions_bans_the_tokens_that_complete_a_seen_ngram() -> None:
     assert np.isneginf(log_probs[0]).nonzero()[0].tolist() == [3]  # (1, 2) was followed by 3
     ban_repetitions(log_probs[1:], sequences[1:], 4, RepetitionGuard(ngram_size=0, max_run=3))
     assert np.isneginf(log_probs[1]).nonzero()[0].tolist() == [5]
+
+
+def test_the_default_guard_lets_a_phrase_recur_but_not_right_after_itself() -> None:
+    # "I'm sorry, I'm" -> "late" may follow: the 3 tokens of "I'm" recur after other words
+    recurring = np.array([[9, 1, 2, 3, 4, 1, 2]])
+    log_probs = np.zeros((1, 10), np.float32)
+    ban_repetitions(log_probs, recurring, 7, RepetitionGuard())
+    assert not np.isneginf(log_probs).any()
+    ban_repetitions(log_probs, recurring, 7, TRIGRAM_GUARD)
+    assert np.isneginf(log_probs[0]).nonzero()[0].tolist() == [3]  # the old guard forbade "I'm" again
+    # a stretch about to repeat at once is stopped: (1, 2, 3) (1, 2) -> not 3
+    tandem = np.array([[9, 1, 2, 3, 1, 2]])
+    log_probs = np.zeros((1, 10), np.float32)
+    ban_repetitions(log_probs, tandem, 6, RepetitionGuard())
+    assert np.isneginf(log_probs[0]).nonzero()[0].tolist() == [3]
 
 
 def test_guard_settings_are_validated() -> None:

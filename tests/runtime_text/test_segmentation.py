@@ -318,3 +318,9 @@ def test_dev_set_paragraph_fits_a_small_real_budget(real_tokenizer: SentencePiec
     document = split_document(text, real_tokenizer.count_tokens, 24)
     assert_well_formed(document, real_tokenizer.count_tokens, 24)
     assert line_shape(document.join(document.texts)) == line_shape(text)
+
+
+def test_join_keeps_whitespace_inside_a_translation_but_never_a_line_break() -> None:
+    # a protected span such as code with two spaces must come out byte for byte; a line break may not be added
+    document = split_document("运行 `a  b`。\n好。", len, 100)
+    assert document.join(["Run `a  b`.", "Good\n\n  now."]) == "Run `a  b`.\nGood now."

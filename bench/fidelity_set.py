@@ -1,0 +1,389 @@
+"""Write the fidelity set (``tests/fixtures/fidelity.jsonl``): sentences whose spans must come through translation.
+
+Two origins, both licence-clean: sentences written here for each class (``written``), and real sentences of the
+repository's dev set (``data/corpus/dev.zh-en.tsv.gz``, only sources we may redistribute) with a span inserted
+(``dev``). Each line is one JSON object:
+
+``{"id", "class", "origin", "format", "source", "expect": [...], "glossary": {...}}``
+
+``expect`` holds the exact strings the English must contain (the span itself, or the converted amount, or the
+glossary's target term); for the ``html`` and ``markdown`` classes the output's markup skeleton must equal the
+input's, and for ``no_chinese`` the output must equal the input. The set is deterministic (a fixed seed):
+``python -m bench.fidelity_set`` rewrites the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+from build.corpus import REPOSITORY_CORPUS_DIR, dev_pairs
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "fidelity.jsonl"
+SEED = 12
+
+URLS = [
+    "https://example.com/docs?id=42",
+    "http://www.gov.cn/zhengce/2024-03/15/content_123.htm",
+    "https://github.com/example/project/issues/123",
+    "https://zh.wikipedia.org/wiki/%E5%8C%97%E4%BA%AC",
+    "https://api.example.org/v2/users?page=3&sort=desc",
+    "www.example.cn/news",
+    "https://docs.python.org/3/library/re.html#module-re",
+    "ftp://files.example.net/pub/data.csv",
+    "https://t.co/AbC123xyz",
+    "https://example.com/a_(b)",
+    "http://localhost:8080/translate",
+    "https://shop.example.com/item/98765?color=red",
+]
+EMAILS = [
+    "zhang.wei@example.cn",
+    "li_na+news@mail.example.com",
+    "support@example.org",
+    "wang-fang@163.com",
+    "admin@sub.domain.edu.cn",
+    "chen2024@qq.com",
+    "hr@company.com.cn",
+]
+MENTIONS = ["@zhangwei", "@OpenAI", "@li_na_88", "#AI", "#OpenSource", "#Python3", "@WHO", "#COVID19"]
+PATHS = [
+    "/etc/nginx/nginx.conf",
+    "~/.bashrc",
+    "./build/output.log",
+    "C:\\Users\\wei\\Documents\\report.docx",
+    "src/app/main.py",
+    "/var/log/syslog",
+    "../data/train.csv",
+    "D:\\Projects\\demo\\app.exe",
+    "/usr/local/bin/python3",
+]
+CODE = [
+    "`pip install numpy`",
+    '`git commit -m "fix"`',
+    "`ls -la`",
+    "`docker run -p 8080:80 nginx`",
+    "`npm install --save react`",
+    "`python -m venv .venv`",
+    "`SELECT * FROM users;`",
+    "`x = [i for i in range(10)]`",
+    "`make test`",
+]
+EMOJI = ["😀", "👍", "🎉", "❤️", "🇨🇳", "👨‍👩‍👧", "🙏🏻", "🔥", "✅", "😂😂", "🚀"]
+NUMBERS = [
+    "3.14",
+    "1,000",
+    "50%",
+    "138-0013-8000",
+    "2:30",
+    "10:45",
+    "1.2.3",
+    "99.9%",
+    "2,345,678",
+    "0.05",
+    "400-820-8820",
+    "12.5%",
+    "18:00",
+    "42",
+    "2023",
+]
+LATIN = [
+    "iPhone 15 Pro",
+    "macOS Sonoma",
+    "Python",
+    "Tom",
+    "Microsoft",
+    "ChatGPT",
+    "Node.js",
+    "C++",
+    "Wi-Fi",
+    "GitHub",
+    "Visual Studio Code",
+    "Tesla Model 3",
+    "Google Maps",
+    "Excel",
+    "PDF",
+    "NASA",
+    "Linux",
+    "Jack",
+    "Zoom",
+    "USB-C",
+]
+AMOUNTS = [
+    ("1.25亿元", "125 million yuan"),
+    ("3万", "30,000"),
+    ("5万亿美元", "5 trillion US dollars"),
+    ("2.5千", "2,500"),
+    ("800元", "800 yuan"),
+    ("12亿", "1.2 billion"),
+    ("1,200万", "12 million"),
+    ("0.5万", "5,000"),
+    ("4.8亿美元", "480 million US dollars"),
+    ("30万人民币", "300,000 yuan"),
+    ("6000万欧元", "60 million euros"),
+    ("1.5万", "15,000"),
+    ("2024年3月15日", "March 15, 2024"),
+    ("2023年12月", "December 2023"),
+    ("5月1日", "May 1"),
+    ("2020年", "2020"),
+    ("10月8日", "October 8"),
+    ("2019年7月20日", "July 20, 2019"),
+]
+GLOSSARY = {
+    "人工智能": "artificial intelligence",
+    "机器学习": "machine learning",
+    "区块链": "blockchain",
+    "云计算": "cloud computing",
+    "大数据": "big data",
+    "可持续发展": "sustainable development",
+    "气候变化": "climate change",
+    "供应链": "supply chain",
+    "疫苗": "vaccine",
+    "联合国": "United Nations",
+    "秘书长": "Secretary-General",
+    "会员国": "Member States",
+    "人权": "human rights",
+    "大会": "General Assembly",
+    "病毒": "virus",
+    "医院": "hospital",
+    "咖啡": "coffee",
+    "电影": "movie",
+}
+
+WRITTEN: dict[str, list[str]] = {
+    "url": [
+        "请访问{}获取更多信息。",
+        "详细说明见 {}。",
+        "我把链接{}发给你了。",
+        "官网是{}，欢迎访问。",
+        "下载地址：{}",
+        "你可以在{}找到文档。",
+        "报名请打开{}填写表格。",
+        "这篇文章的原文在{}。",
+    ],
+    "email": [
+        "我的邮箱是{}，有问题请联系我。",
+        "请把简历发到{}。",
+        "如有疑问，请发邮件至 {}。",
+        "他的工作邮箱是{}。",
+        "请用{}登录系统。",
+    ],
+    "mention": [
+        "请关注{}，了解最新消息。",
+        "感谢{}的帮助！",
+        "这条微博带了{}话题。",
+        "我在推特上提到了{}。",
+    ],
+    "path": [
+        "配置文件在{}里。",
+        "请打开{}检查一下。",
+        "日志保存在 {} 中。",
+        "把文件复制到{}就可以了。",
+        "运行程序前先编辑{}。",
+    ],
+    "code": [
+        "运行{}之后再试一次。",
+        "请先执行 {} 命令。",
+        "在终端输入{}就可以了。",
+        "如果出错，试试{}。",
+        "我每次都用{}来检查。",
+    ],
+    "emoji": [
+        "你好{}",
+        "今天天气真好{}",
+        "{}生日快乐！",
+        "谢谢你的礼物{}",
+        "我们赢了{}太好了！",
+        "晚安{}",
+    ],
+    "number": [
+        "价格是{}元。",
+        "请拨打{}联系我们。",
+        "会议下午{}开始。",
+        "这个版本号是{}。",
+        "增长率达到了{}。",
+        "我们一共卖出了{}台。",
+        "圆周率约等于{}。",
+        "他的电话是{}。",
+    ],
+    "latin": [
+        "{}是一家很有名的公司。",
+        "我昨天买了{}。",
+        "{}说他明天来。",
+        "我们用{}写程序。",
+        "请把文件转换成{}格式。",
+        "你用过{}吗？",
+        "{}很好用。",
+        "我的朋友{}住在北京。",
+    ],
+    "amount": [
+        "公司去年收入{}。",
+        "这个项目投资了{}。",
+        "会议定于{}举行。",
+        "一共有{}参加了活动。",
+        "他们在{}签署了协议。",
+        "政府拨款{}用于救灾。",
+    ],
+}
+NO_CHINESE = [
+    "This is an English sentence.",
+    "Hello, world!",
+    "12345",
+    "3.14159",
+    "print('hello')",
+    "for i in range(10): print(i)",
+    "See https://example.com for details.",
+    "The meeting starts at 2:30 p.m.",
+    "OK",
+    "C:\\Windows\\System32",
+    "😀😀😀",
+    "iPhone 15 Pro Max",
+    "user@example.com",
+    "-- comment --",
+    "Don't panic.",
+    "ls -la /tmp",
+    "2024-03-15",
+    "Version 1.2.3 (build 456)",
+    "A + B = C",
+    "#hashtag @mention",
+]
+HTML = [
+    "<p>{a}</p>",
+    '<b>{a}</b>，<a href="https://example.com/x">{b}</a>',
+    "<ul><li>{a}</li><li>{b}</li></ul>",
+    "<p>{a}<br>{b}</p>",
+    '<img alt="{a}" src="pic.png">',
+    "<p>运行<code>ls -la</code>查看文件。{a}</p>",
+    "<table><tr><td>{a}</td><td>{b}</td></tr></table>",
+    '<h1 title="{a}">{b}</h1>',
+    "<div><p>{a}</p><p><em>{b}</em></p></div>",
+    "<p>{a} &amp; {b}</p>",
+    "<p>{a}</p><script>var s = '不要翻译';</script>",
+    '<p><span class="note">{a}</span>{b}</p>',
+    "<p>{a}<!-- 注释 --></p><pre>保持 原样</pre>",
+    '<a href="mailto:a@example.com" title="{a}">{b}</a>',
+    "<p><strong>{a}</strong></p>",
+]
+MARKDOWN = [
+    "# {a}",
+    "- {a}\n- {b}",
+    "**{a}**",
+    "[{a}](https://example.com/docs)",
+    "| 列 | 值 |\n|---|---|\n| {a} | {b} |",
+    "```\nprint('不要翻译')\n```\n\n{a}",
+    "> {a}",
+    "`make test` {a}",
+    "1. {a}\n2. {b}",
+    "## {a}\n\n{b}",
+    "{a} *{b}*",
+    "![图片](img/a.png) {a}",
+    "- [ ] {a}",
+    "{a}\n\n---\n\n{b}",
+    "~~{a}~~ {b}",
+]
+
+
+def _dev_sentences() -> list[str]:
+    """Short dev sentences without Latin letters or digits (so that the inserted span is the only one)."""
+    pairs = dev_pairs(REPOSITORY_CORPUS_DIR)
+    keep = [p.zh for p in pairs if 6 <= len(p.zh) <= 32 and not re.search(r"[A-Za-z0-9０-９%@#`/\\]", p.zh)]
+    return sorted(set(keep))
+
+
+def _trim(sentence: str) -> str:
+    return sentence.rstrip("。！？!?.,，；;：: ")
+
+
+def build() -> list[dict[str, object]]:
+    rng = random.Random(SEED)
+    dev = _dev_sentences()
+    rng.shuffle(dev)
+    dev_iter = iter(dev)
+    items: list[dict[str, object]] = []
+
+    def add(kind: str, origin: str, source: str, expect: list[str], fmt: str = "text", **extra: object) -> None:
+        number = sum(1 for item in items if item["class"] == kind) + 1
+        items.append(
+            {"id": f"{kind}-{number:03d}", "class": kind, "origin": origin, "format": fmt, "source": source}
+            | {"expect": expect}
+            | extra
+        )
+
+    pools: dict[str, list[str]] = {
+        "url": URLS,
+        "email": EMAILS,
+        "mention": MENTIONS,
+        "path": PATHS,
+        "code": CODE,
+        "emoji": EMOJI,
+        "number": NUMBERS,
+        "latin": LATIN,
+    }
+    dev_frames = {
+        "url": "{s}，详见{x}。",
+        "email": "{s}，请联系{x}。",
+        "mention": "{x} {s}。",
+        "path": "{s}，参见{x}。",
+        "code": "{s}，然后运行{x}。",
+        "emoji": "{s}{x}",
+        "number": "{s}，编号{x}。",
+        "latin": "{x}说：{s}。",
+        "amount": "{s}，金额为{x}。",
+    }
+    for kind, pool in pools.items():
+        frames = WRITTEN[kind]
+        for index in range(24):
+            span = pool[index % len(pool)]
+            add(kind, "written", frames[index % len(frames)].format(span), [span])
+        for index in range(12):
+            span = pool[(index * 5 + 3) % len(pool)]
+            add(kind, "dev", dev_frames[kind].format(s=_trim(next(dev_iter)), x=span), [span])
+    for index in range(24):
+        zh, en = AMOUNTS[index % len(AMOUNTS)]
+        add("amount", "written", WRITTEN["amount"][index % len(WRITTEN["amount"])].format(zh), [en])
+    for index in range(12):
+        zh, en = AMOUNTS[(index * 7 + 2) % len(AMOUNTS)]
+        add("amount", "dev", dev_frames["amount"].format(s=_trim(next(dev_iter)), x=zh), [en])
+    # glossary: dev sentences that hold a term, plus written ones
+    all_dev = dev_pairs(REPOSITORY_CORPUS_DIR)
+    with_terms = sorted({p.zh for p in all_dev if any(term in p.zh for term in GLOSSARY) and len(p.zh) <= 60})
+    rng.shuffle(with_terms)
+    for sentence in with_terms[:30]:
+        terms = {term: target for term, target in GLOSSARY.items() if term in sentence}
+        # the longest terms win where they overlap (联合国大会: 联合国 and 大会 are both whole terms)
+        expect = [
+            target for term, target in terms.items() if not any(term in other and term != other for other in terms)
+        ]
+        add("glossary", "dev", sentence, sorted(expect), glossary=terms)
+    written_glossary = ["我们公司专注于{}。", "{}正在改变世界。", "他在研究{}。", "请介绍一下{}。", "{}很重要。"]
+    for index, (term, target) in enumerate(list(GLOSSARY.items()) * 1):
+        add(
+            "glossary",
+            "written",
+            written_glossary[index % len(written_glossary)].format(term),
+            [target],
+            glossary={term: target},
+        )
+    for text in NO_CHINESE:
+        add("no_chinese", "written", text, [text])
+    for fmt, templates in (("html", HTML), ("markdown", MARKDOWN)):
+        for index in range(30):
+            template = templates[index % len(templates)]
+            a, b = _trim(next(dev_iter)), _trim(next(dev_iter))
+            add(fmt, "dev", template.format(a=a, b=b), [], fmt=fmt)
+    return items
+
+
+def main() -> int:
+    items = build()
+    OUT.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items), encoding="utf-8")
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[str(item["class"])] = counts.get(str(item["class"]), 0) + 1
+    print(f"{OUT}: {len(items)} sentences; " + ", ".join(f"{kind} {n}" for kind, n in counts.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
