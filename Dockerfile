@@ -7,7 +7,9 @@
 #
 # Without MODEL the image bakes the committed bundle model_artifacts/default. With MODEL (a Hugging Face hub id,
 # or a checkpoint folder inside the build context such as model_artifacts/training-checkpoint) a build stage
-# with torch exports, quantizes and verifies that model with `python -m build.export` and bakes the result.
+# with torch exports, quantizes and verifies that model with `python -m build.export` and bakes the result
+# (a CSANMT folder, ModelScope layout, in the build context: TensorFlow and the tokenizer libraries too; the
+# runtime image then installs requirements/csanmt.txt, the CSANMT tokenizer, because the manifest says csanmt).
 # Runtime images hold Python, the pinned and hashed runtime requirements (no torch, no transformers), handler/,
 # (main.py for Cloud Run) and the bundle, run as a non-root user, and load and warm the model at import.
 # tests/ship/test_runtime_image.py rebuilds exactly these contents without Docker and checks them.
@@ -34,6 +36,13 @@ RUN if [ -n "$MODEL" ]; then \
 COPY build/ build/
 COPY handler/ handler/
 COPY model_artifacts/ model_artifacts/
+# A CSANMT folder (ModelScope layout) also needs TensorFlow to read its checkpoint and the tokenizer libraries:
+# requirements/dev.txt holds them, locked together with build.txt's pins (already installed, so kept).
+COPY requirements/dev.txt requirements/dev.txt
+RUN if [ -n "$MODEL" ] && python -c "import sys; from build.families import resolve; \
+        sys.exit(resolve(sys.argv[1]).name != 'csanmt')" "$MODEL"; then \
+        pip install --require-hashes -r requirements/dev.txt; \
+    fi
 RUN if [ -n "$MODEL" ]; then python -m build.export --model "$MODEL" --out /bundle; else mkdir /bundle; fi
 
 # Chooses the bundle stage: "bundle" when MODEL is empty, "bundle-export" otherwise (a stage, not an image).
@@ -57,6 +66,13 @@ WORKDIR /app
 FROM runtime-base AS cloudrun
 COPY requirements/runtime-gcp.txt /tmp/requirements.txt
 RUN pip install --require-hashes -r /tmp/requirements.txt && rm /tmp/requirements.txt
+# A CSANMT bundle's tokenizer libraries (jieba, subword-nmt, sacremoses: ~45 MB), only when the baked bundle's
+# manifest says family csanmt: the default image stays within its size budget.
+COPY requirements/csanmt.txt /tmp/requirements-csanmt.txt
+COPY --from=selected-bundle /bundle/manifest.json /tmp/bundle-manifest.json
+RUN if python -c "import json, sys; sys.exit(json.load(open(sys.argv[1])).get('family') != 'csanmt')" \
+        /tmp/bundle-manifest.json; then pip install --require-hashes -r /tmp/requirements-csanmt.txt; fi \
+    && rm /tmp/requirements-csanmt.txt /tmp/bundle-manifest.json
 COPY handler/ ./handler/
 COPY main.py ./
 COPY --from=selected-bundle /bundle/ ./model_artifacts/default/
@@ -75,6 +91,13 @@ CMD ["functions-framework"]
 FROM runtime-base AS lambda
 COPY requirements/runtime-aws.txt /tmp/requirements.txt
 RUN pip install --require-hashes -r /tmp/requirements.txt && rm /tmp/requirements.txt
+# A CSANMT bundle's tokenizer libraries (jieba, subword-nmt, sacremoses: ~45 MB), only when the baked bundle's
+# manifest says family csanmt: the default image stays within its size budget.
+COPY requirements/csanmt.txt /tmp/requirements-csanmt.txt
+COPY --from=selected-bundle /bundle/manifest.json /tmp/bundle-manifest.json
+RUN if python -c "import json, sys; sys.exit(json.load(open(sys.argv[1])).get('family') != 'csanmt')" \
+        /tmp/bundle-manifest.json; then pip install --require-hashes -r /tmp/requirements-csanmt.txt; fi \
+    && rm /tmp/requirements-csanmt.txt /tmp/bundle-manifest.json
 COPY handler/ ./handler/
 COPY --from=selected-bundle /bundle/ ./model_artifacts/default/
 RUN python -m compileall -q handler

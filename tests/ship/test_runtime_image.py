@@ -7,6 +7,10 @@ context, ``.dockerignore`` applied), read-only like a function's file system. It
 (the Lambda handler named by ``CMD``; ``functions-framework`` with the image's ``ENV``) with the image's
 environment, translates, checks the file-event paths that need no bucket, and proves torch and transformers are
 absent. Finally it reports the size of what the image adds to ``python:3.11-slim`` (packages + app + bundle).
+
+The CSANMT tokenizer's libraries are installed by the Dockerfile's own conditional ``RUN`` line (executed here with
+the stand-in's python and pip) only when the baked bundle's manifest says family csanmt: the default image must not
+hold jieba, an image baking a CSANMT bundle must, and translates with it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from tests.csanmt.conftest import csanmt_bundle_dir, csanmt_tiny_dir  # noqa: F401  (fixtures, used by name)
 from tests.ship.dockerfile_model import REPO_ROOT, Dockerfile, materialise
 
 pytestmark = pytest.mark.slow
@@ -57,9 +62,26 @@ def _size_mb(path: Path) -> float:
     return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink()) / 1e6
 
 
+FAMILY_LOCK = "requirements/csanmt.txt"
+
+
+def _family_install(dockerfile: Dockerfile, target: str) -> str:
+    """The target's conditional install of the CSANMT tokenizer lock (a `RUN` that installs a COPY of it)."""
+    copied = [i.value[-1] for i in dockerfile.instructions(target) if i.cmd == "COPY" and i.value[0] == FAMILY_LOCK]
+    assert len(copied) == 1, f"{target}: expected one COPY of {FAMILY_LOCK}, found {copied}"
+    runs = [i.value[0] for i in dockerfile.instructions(target) if i.cmd == "RUN" and copied[0] in i.value[0]]
+    assert len(runs) == 1 and "--require-hashes" in runs[0] and "csanmt" in runs[0], runs
+    return runs[0]
+
+
 def _lock_file(dockerfile: Dockerfile, target: str) -> str:
     """The lock file the target installs: `RUN pip install --require-hashes -r X`, X being a COPY of a lock file."""
-    installs = [i.value[0] for i in dockerfile.instructions(target) if i.cmd == "RUN" and "pip install" in i.value[0]]
+    family_install = _family_install(dockerfile, target)
+    installs = [
+        i.value[0]
+        for i in dockerfile.instructions(target)
+        if i.cmd == "RUN" and "pip install" in i.value[0] and i.value[0] != family_install
+    ]
     assert len(installs) == 1, f"{target}: expected one `pip install`, found {installs}"
     words = shlex.split(installs[0])
     assert "--require-hashes" in words, f"{target} installs without --require-hashes: {installs[0]}"
@@ -86,13 +108,21 @@ def _make_writable(path: Path) -> None:
         item.chmod(item.stat().st_mode | stat.S_IWUSR)
 
 
-def _build(target: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> BuiltImage:
+def _build(
+    target: str,
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    bundle_dir: Path | None = None,
+) -> BuiltImage:
+    """The stand-in image of ``target``, baking ``bundle_dir`` (default: the committed default bundle)."""
     dockerfile = Dockerfile()
     lock = _lock_file(dockerfile, target)
     assert lock == EXPECTED_LOCK[target]
 
-    bundle_is_default = (DEFAULT_BUNDLE / "manifest.json").exists()
-    overrides = {} if bundle_is_default else {"model_artifacts/default": request.getfixturevalue("tiny_bundle_dir")}
+    bundle_is_default = bundle_dir is None and (DEFAULT_BUNDLE / "manifest.json").exists()
+    if bundle_dir is None and not bundle_is_default:
+        bundle_dir = request.getfixturevalue("tiny_bundle_dir")
+    overrides = {} if bundle_dir is None else {"model_artifacts/default": bundle_dir}
     root = tmp_path_factory.mktemp(f"image-{target}")
     materialise(dockerfile.copies(target, overrides=overrides), root)
     app = root / dockerfile.workdir(target).relative_to("/")
@@ -104,6 +134,10 @@ def _build(target: str, request: pytest.FixtureRequest, tmp_path_factory: pytest
     copied_lock = root / "tmp" / "requirements.txt"
     assert copied_lock.read_bytes() == (REPO_ROOT / lock).read_bytes()
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--require-hashes", "-r", str(copied_lock)])
+    # the Dockerfile's own conditional line, its absolute paths under our stand-in "/", its python and pip ours
+    family_install = _family_install(dockerfile, target).replace("/tmp/", f"{root}/tmp/")
+    family_environ = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "PIP_QUIET": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    _run(["/bin/sh", "-c", family_install], cwd=root, env=family_environ)
     environment_mb = _size_mb(venv)
 
     # the container's environment: the Dockerfile's ENV, with absolute paths moved under our stand-in "/"
@@ -158,6 +192,14 @@ def lambda_image(build_image) -> BuiltImage:
 @pytest.fixture
 def cloudrun_image(build_image) -> BuiltImage:
     return build_image("cloudrun")
+
+
+@pytest.fixture(scope="module")
+def csanmt_lambda_image(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The Lambda image baking the tiny CSANMT bundle (``tests/csanmt``'s ``csanmt_bundle_dir``)."""
+    image = _build("lambda", request, tmp_path_factory, request.getfixturevalue("csanmt_bundle_dir"))
+    yield image
+    _make_writable(image.app)
 
 
 def _python(image: BuiltImage, script: str, stdin: str = "", extra_env: dict[str, str] | None = None) -> dict:
@@ -405,3 +447,41 @@ def test_image_files_are_exactly_the_copied_ones(image: BuiltImage) -> None:
         for p in (REPO_ROOT / "handler").rglob("*")
         if p.is_file() and "__pycache__" not in p.parts
     }
+
+
+TOKENIZER_CHECK = """
+import importlib.util, json
+print(json.dumps({"found": [n for n in ("jieba", "subword_nmt", "sacremoses") if importlib.util.find_spec(n)]}))
+"""
+
+
+def test_the_default_image_has_no_csanmt_tokenizer(lambda_image: BuiltImage) -> None:
+    assert _python(lambda_image, TOKENIZER_CHECK)["found"] == []
+
+
+def test_an_image_baking_a_csanmt_bundle_installs_its_tokenizer_and_translates(csanmt_lambda_image: BuiltImage) -> None:
+    """GIVEN the Dockerfile's lines and a CSANMT bundle as model_artifacts/default WHEN the Lambda image is built
+    THEN it holds jieba, subword-nmt and sacremoses, answers POST /translate, and reports its size."""
+    image = csanmt_lambda_image
+    assert _python(image, TOKENIZER_CHECK)["found"] == ["jieba", "subword_nmt", "sacremoses"]
+    cmd = Dockerfile().last("lambda", "CMD")
+    assert cmd is not None
+    request = {
+        "cmd": cmd.value[0],
+        "http_events": [
+            _function_url_event("POST", "/translate", {"text": "我们喜欢机器翻译。", "beam_size": 4}),
+            _function_url_event("GET", "/healthz", None),
+        ],
+        "s3_event": json.loads((EVENTS / "s3_object_created.json").read_text()),
+    }
+    out = _python(image, LAMBDA_SCRIPT, stdin=json.dumps(request), extra_env={"AWS_DEFAULT_REGION": "us-east-1"})
+    translate, health = out["responses"]
+    assert translate["statusCode"] == 200, translate
+    assert isinstance(json.loads(translate["body"])["translation"], str)
+    assert health["statusCode"] == 200 and json.loads(health["body"])["warm"] is True, health
+    assert out["loaded"] == [] and out["cold_start"]["error"] is None
+    added = image.packages_mb + image.app_mb + image.bundle_mb
+    print(
+        f"\ncsanmt lambda image (tiny CSANMT bundle): packages {image.packages_mb:.1f} MB, app {image.app_mb:.2f} MB, "
+        f"bundle {image.bundle_mb:.1f} MB = {added:.1f} MB; cold start {out['cold_start']}"
+    )
