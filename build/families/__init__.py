@@ -107,4 +107,9 @@ def resolve(model: str | Path, family: str | None = None) -> Family:
             "config.json, source.spm, target.spm and vocab.json; a ModelScope CSANMT folder has configuration.json, "
             "tf_ckpts/ckpt-0.*, bpe.zh, src_vocab.txt and trg_vocab.txt"
         )
+    if "csanmt" in str(model).lower():
+        raise ExportError(
+            f"{model} is not a local folder; CSANMT models come from ModelScope, not the Hugging Face hub: download "
+            f"the folder first (e.g. `modelscope download {model} --local-dir DIR`), then pass MODEL=DIR"
+        )
     return families["marian"]  # a hub id (or a missing folder: Marian's loader says which)

@@ -68,6 +68,9 @@ def test_the_folder_layout_selects_the_family(csanmt_tiny_dir: Path, tiny_marian
         families.resolve(tmp_path)
     with pytest.raises(ExportError, match="unknown model family 'fairseq'; supported: marian, csanmt"):
         families.resolve(csanmt_tiny_dir, "fairseq")
+    hint = "CSANMT models come from ModelScope.*`modelscope download damo/nlp_csanmt_translation_zh2en --local-dir DIR`"
+    with pytest.raises(ExportError, match=hint):
+        families.resolve("damo/nlp_csanmt_translation_zh2en")
 
 
 def test_only_the_inference_variables_are_read(csanmt_tiny_dir: Path, csanmt_checkpoint: Any) -> None:
