@@ -257,6 +257,22 @@ def handle_object_event(
     results) ignored. A plain-text upload over ``TRANSLATE_PART_CHARS`` characters is planned into parts; anything
     else takes the one-invocation path of ``handler.file_translation.handle_upload``.
     """
+    try:
+        result = _fan_out(store, source, service, config, deadline)
+    except Exception as error:  # logged like handle_upload's failures; raised, so the platform retries the event
+        logger.error("could not translate %s, nothing was written: %s: %s", source, type(error).__name__, error)
+        raise
+    return result if result is not None else handle_upload(store, source, service, config, deadline=deadline)
+
+
+def _fan_out(
+    store: VersionedStore,
+    source: ObjectRef,
+    service: TranslationService,
+    config: RuntimeConfig,
+    deadline: float | None,
+) -> dict[str, Any] | None:
+    """The fan-out's share of ``handle_object_event``; None: the one-invocation path takes the object."""
     if source.key.startswith(config.work_prefix):
         match = _PART_KEY.fullmatch(source.key[len(config.work_prefix) :])
         if match is None:
@@ -279,7 +295,7 @@ def handle_object_event(
             text, encoding = decode_text(data, str(source))
             if len(text) > config.part_chars:
                 return start_job(store, source, data, text, encoding, service, config)
-    return handle_upload(store, source, service, config, deadline=deadline)
+    return None
 
 
 # --- 1. plan ----------------------------------------------------------------------------------------------------
