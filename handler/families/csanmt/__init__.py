@@ -39,7 +39,7 @@ from handler import bundle
 from handler.bundle import Manifest, ModelSpec
 from handler.decoding import DEFAULT_GUARD, RepetitionGuard, StepModel
 from handler.errors import BundleError
-from handler.families.base import GraphContract, SearchRequest, cross_attention_names
+from handler.families.base import GraphContract, SearchRequest, Tokenizer, cross_attention_names
 from handler.families.csanmt.beam_search import EOS_ID, csanmt_beam_search
 
 NAME = bundle.FAMILY_CSANMT
@@ -154,7 +154,7 @@ class CsanmtFamily:
             str(section.get("target_vocab", bundle.CSANMT_TARGET_VOCAB)),
         )
 
-    def load_tokenizer(self, bundle_dir: Path, manifest: Manifest) -> Any:
+    def load_tokenizer(self, bundle_dir: Path, manifest: Manifest) -> Tokenizer:
         from handler.families.csanmt.tokenizer import CsanmtTokenizer  # jieba & co. only for CSANMT bundles
 
         manifest_path = bundle_dir / bundle.MANIFEST
