@@ -33,6 +33,23 @@ class CountingModel:
         return self.model.step(input_ids, mask, past, cross)
 
 
+def synthetic_spec(vocab: int, *, pad_id: int, unk_id: int, decoder_start_id: int) -> ModelSpec:
+    """The spec of a synthetic step model: one tiny layer each side, end-of-sentence id 0."""
+    return ModelSpec(
+        vocab_size=vocab,
+        d_model=4,
+        attention_heads=1,
+        head_dim=4,
+        encoder_layers=1,
+        decoder_layers=1,
+        max_positions=512,
+        pad_id=pad_id,
+        eos_id=0,
+        unk_id=unk_id,
+        decoder_start_id=decoder_start_id,
+    )
+
+
 class LoopingModel:
     """A step model stuck in a loop: after token t it prefers ``following[t]``, then ids in order of closeness.
 
@@ -43,19 +60,7 @@ class LoopingModel:
 
     def __init__(self, following: dict[int, int]) -> None:
         pad = self.VOCAB - 1
-        self.spec = ModelSpec(
-            vocab_size=self.VOCAB,
-            d_model=4,
-            attention_heads=1,
-            head_dim=4,
-            encoder_layers=1,
-            decoder_layers=1,
-            max_positions=512,
-            pad_id=pad,
-            eos_id=0,
-            unk_id=1,
-            decoder_start_id=pad,
-        )
+        self.spec = synthetic_spec(self.VOCAB, pad_id=pad, unk_id=1, decoder_start_id=pad)
         self.following = following
 
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> list[np.ndarray]:
@@ -85,22 +90,10 @@ class PrefixModel:
     "past" carries the chosen tokens and a step counter, so searches reorder it like a real KV cache.
     """
 
-    def __init__(self, table: dict[tuple[int, ...], dict[int, float]], vocab: int = 8, eos_id: int = 0) -> None:
+    def __init__(self, table: dict[tuple[int, ...], dict[int, float]], vocab: int = 8) -> None:
         self.table = table
         self.vocab = vocab
-        self.spec = ModelSpec(
-            vocab_size=vocab,
-            d_model=4,
-            attention_heads=1,
-            head_dim=4,
-            encoder_layers=1,
-            decoder_layers=1,
-            max_positions=512,
-            pad_id=eos_id,
-            eos_id=eos_id,
-            unk_id=vocab - 1,
-            decoder_start_id=eos_id,
-        )
+        self.spec = synthetic_spec(vocab, pad_id=0, unk_id=vocab - 1, decoder_start_id=0)  # CSANMT's ids
         self.step_rows: list[int] = []
 
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> list[np.ndarray]:

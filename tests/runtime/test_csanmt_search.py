@@ -17,7 +17,7 @@ from handler.errors import BundleError
 from handler.families.base import SearchRequest
 from handler.families.csanmt import CsanmtDecoding, CsanmtDecodingSettings
 from handler.families.csanmt.beam_search import csanmt_beam_search, gnmt_length_penalty
-from tests.runtime.step_models import LoopingModel, PrefixModel
+from tests.runtime.step_models import LoopingModel, PrefixModel, synthetic_spec
 
 A, B, C = 1, 2, 3
 SOURCE = (np.array([[5, 6, 0]]), np.array([[1, 1, 1]]))
@@ -79,7 +79,7 @@ def test_the_minimum_length_forbids_an_early_end() -> None:
 
 def test_the_repetition_guard_breaks_loops() -> None:
     model = LoopingModel({5: 5})  # token 5 wants to follow itself forever
-    model.spec = ModelSpec(**{**model.spec.__dict__, "pad_id": 0})
+    model.spec = synthetic_spec(LoopingModel.VOCAB, pad_id=0, unk_id=1, decoder_start_id=0)
     source = (np.full((1, 3), 5), np.ones((1, 3), np.int64))
     looping = csanmt_beam_search(model, *source, beam_size=2, max_length=12)
     guarded = csanmt_beam_search(model, *source, beam_size=2, max_length=12, repetition_guard=RepetitionGuard())
