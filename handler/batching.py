@@ -2,20 +2,25 @@
 
 Sentences are sorted by token count (longest first) and cut into consecutive runs, so a batch wastes little
 work on padding. A batch's cost is ``rows x padded source length``, where every sentence takes ``beam_size``
-rows; it stays within a token budget (``RuntimeConfig.batch_tokens``) and a row cap. Because the output is
-bounded by the source length (``max_length_ratio``), the budget also bounds the decoder's KV cache, the
-largest memory a batch needs. A sentence longer than the budget on its own gets a batch of its own.
+rows; it stays within a token budget (``RuntimeConfig.batch_tokens``), a row cap and a budget for the decoder's
+key/value caches, the largest memory a batch needs: the output is bounded by the source length
+(``max_length_ratio``), so the cache of a row follows from the batch's width and the model's decoder size, and a
+large model gets fewer rows per batch. A sentence longer than a budget on its own gets a batch of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 
 MAX_ROWS = 64  # decoder rows per batch (sentences x beams); more rows add memory, hardly any speed
+# decoder key/value memory per batch: 256 MiB. A full-size CSANMT (6 decoder layers of 1,024) needs ~9 MB per row
+# for a 32-token sentence (74 output tokens), so such a batch holds 30 rows instead of 64, which keeps the whole
+# process under 1.5 GB; an opus-mt-sized Marian (512) gets 60 rows and the default model (3 x 256) 64.
+KV_CACHE_BUDGET_BYTES = 256 * 1024 * 1024
 
 T = TypeVar("T")
 
@@ -32,30 +37,46 @@ class Batch:
         return len(self.indices)
 
 
+def kv_cache_bytes_per_row(decoder_layers: int, d_model: int, source_width: int, max_new_tokens: int) -> int:
+    """Float32 key/value bytes one decoder row needs at its longest: the cross-attention cache over the source and
+    the self-attention cache, counted twice because a step's past and present caches are alive together."""
+    return 4 * 2 * decoder_layers * d_model * (source_width + 2 * max_new_tokens)
+
+
 def plan_batches(
-    lengths: Sequence[int], *, max_tokens: int, beam_size: int = 1, max_rows: int = MAX_ROWS
+    lengths: Sequence[int],
+    *,
+    max_tokens: int,
+    beam_size: int = 1,
+    max_rows: int = MAX_ROWS,
+    row_bytes: Callable[[int], int] | None = None,
+    max_bytes: int = KV_CACHE_BUDGET_BYTES,
 ) -> list[Batch]:
     """Batches covering every position of ``lengths`` once, longest sentences first.
 
-    Each batch keeps ``size * beam_size * width <= max_tokens`` and ``size * beam_size <= max_rows``, except a
-    batch holding one sentence that exceeds the budget alone.
+    Each batch keeps ``size * beam_size * width <= max_tokens``, ``size * beam_size <= max_rows`` and, given
+    ``row_bytes`` (the decoder memory one row of a batch of that width needs), ``rows * row_bytes(width) <=
+    max_bytes``; a batch holding one sentence that exceeds a budget alone is the exception.
     """
-    if max_tokens < 1 or beam_size < 1 or max_rows < 1:
+    if max_tokens < 1 or beam_size < 1 or max_rows < 1 or max_bytes < 1:
         raise ValueError(
-            f"max_tokens, beam_size and max_rows must be positive; got {max_tokens}, {beam_size}, {max_rows}"
+            f"max_tokens, beam_size, max_rows and max_bytes must be positive; got {max_tokens}, {beam_size}, "
+            f"{max_rows}, {max_bytes}"
         )
     order = sorted(range(len(lengths)), key=lambda index: (-lengths[index], index))
     batches: list[Batch] = []
     current: list[int] = []
     width = 0
+    row_cap = max_rows
     for index in order:
         rows = (len(current) + 1) * beam_size
         # sorted longest first: the first sentence of a batch sets its width
-        if current and (rows * width > max_tokens or rows > max_rows):
+        if current and (rows * width > max_tokens or rows > row_cap):
             batches.append(Batch(tuple(current), width))
             current = []
         if not current:
             width = lengths[index]
+            row_cap = max_rows if row_bytes is None else min(max_rows, max_bytes // max(1, row_bytes(width)))
         current.append(index)
     if current:
         batches.append(Batch(tuple(current), width))

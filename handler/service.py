@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from handler.batching import Batch, pad_batch, plan_batches, restore_order
+from handler.batching import Batch, kv_cache_bytes_per_row, pad_batch, plan_batches, restore_order
 from handler.cleaning import clean_translation
 from handler.config import ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
@@ -321,7 +321,12 @@ class TranslationService:
         segments = self._segments(inputs)
         beam_size = options.beam_size or self.config.beam_size
         batches = plan_batches(
-            [len(ids) for ids in segments.encoded], max_tokens=self.config.batch_tokens, beam_size=beam_size
+            [len(ids) for ids in segments.encoded],
+            max_tokens=self.config.batch_tokens,
+            beam_size=beam_size,
+            row_bytes=lambda width: kv_cache_bytes_per_row(
+                self._spec.decoder_layers, self._spec.d_model, width, self.max_new_tokens(width, options)
+            ),
         )
         outputs: list[list[list[int]]] = []
         with self._lock:

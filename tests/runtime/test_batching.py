@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handler.batching import MAX_ROWS, Batch, pad_batch, plan_batches, restore_order
+from handler.batching import MAX_ROWS, Batch, kv_cache_bytes_per_row, pad_batch, plan_batches, restore_order
 
 
 @given(
@@ -70,3 +70,34 @@ def test_pad_batch_right_pads_with_a_mask() -> None:
 def test_plan_rejects_non_positive_budgets() -> None:
     with pytest.raises(ValueError, match="must be positive"):
         plan_batches([1], max_tokens=0)
+
+
+@given(
+    lengths=st.lists(st.integers(min_value=1, max_value=120), min_size=1, max_size=150),
+    beam_size=st.integers(min_value=1, max_value=8),
+    megabytes=st.integers(min_value=1, max_value=64),
+)
+def test_a_batch_keeps_its_decoder_memory_within_the_budget(lengths: list[int], beam_size: int, megabytes: int) -> None:
+    def row_bytes(width: int) -> int:  # a model of 2 decoder layers of 64, 2 output tokens per source token + 10
+        return kv_cache_bytes_per_row(2, 64, width, 2 * width + 10)
+
+    budget = megabytes * 1_000_000 // 16
+    batches = plan_batches(lengths, max_tokens=100_000, beam_size=beam_size, row_bytes=row_bytes, max_bytes=budget)
+    assert sorted(index for batch in batches for index in batch.indices) == list(range(len(lengths)))
+    for batch in batches:
+        if batch.size > 1:
+            assert batch.size * beam_size * row_bytes(batch.width) <= budget
+
+
+def test_a_full_size_csanmt_batch_has_fewer_rows_than_a_small_models() -> None:
+    # 32-token sentences, 74 output tokens: CSANMT's decoder (6 x 1,024) needs 8.8 MB of caches per row
+    assert kv_cache_bytes_per_row(6, 1024, 32, 74) == 4 * 2 * 6 * 1024 * (32 + 2 * 74)
+    lengths = [32] * 64
+    for layers, d_model, rows in ((6, 1024, 28), (6, 512, 60), (3, 256, 64)):
+        batches = plan_batches(
+            lengths,
+            max_tokens=100_000,
+            beam_size=4,
+            row_bytes=lambda width, layers=layers, d_model=d_model: kv_cache_bytes_per_row(layers, d_model, width, 74),
+        )
+        assert batches[0].size * 4 == rows
