@@ -32,6 +32,7 @@ import handler.decoding as decoding
 from handler.config import DEFAULT_BUNDLE_DIR, RuntimeConfig
 from handler.loader import load_model
 from handler.markup import skeleton
+from handler.numbers import find_amounts
 from handler.service import TranslateOptions, TranslationService
 from handler.spans import contains_placeholder
 
@@ -114,8 +115,14 @@ def score(items: list[dict[str, object]], outputs: list[str]) -> dict[str, Class
         expected = [str(text) for text in item["expect"]]  # type: ignore[attr-defined]
         for text in expected:
             result.spans += 1
-            # at the start of a sentence a glossary term or an amount is capitalised ("Machine learning is ...")
-            ok = output == text if kind == "no_chinese" else text in output or text[:1].upper() + text[1:] in output
+            # at the start of a sentence a glossary term or an amount is capitalised ("Machine learning is ..."),
+            # and an amount or date may be in another correct form ("$57", "15 March 2024")
+            forms = [text, *(alt for a in find_amounts(source) if a.english == text for alt in a.alternatives)]
+            ok = (
+                output == text
+                if kind == "no_chinese"
+                else any(f in output or f[:1].upper() + f[1:] in output for f in forms)
+            )
             result.exact += ok
             if not ok:
                 result.failures.append(f"{item['id']}: {source!r} -> {output!r} (wanted {text!r})")

@@ -49,7 +49,10 @@ CURRENCIES: dict[str, str] = {
 MONTHS = "January February March April May June July August September October November December".split()
 _SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"))
 
-_NUMBER = r"[0-9０-９]+(?:[,，][0-9０-９]{3})*(?:[.．][0-9０-９]+)?"
+# thousands separated by commas, or by spaces as in UN documents ("3 747 800")
+_NUMBER = (
+    r"(?:[0-9０-９]{1,3}(?:(?:[,，]| (?=[0-9０-９]{3}(?![0-9０-９])))[0-9０-９]{3})+|[0-9０-９]+)(?:[.．][0-9０-９]+)?"
+)
 _INTEGER = r"[0-9０-９]{1,4}"
 
 
@@ -77,6 +80,8 @@ class Amount:
     end: int
     english: str
     kind: str  # "amount" or "date"
+    # other correct ways to write it ("15 March 2024", "$57"): a translation that already holds one is right
+    alternatives: tuple[str, ...] = ()
 
 
 def find_amounts(text: str) -> list[Amount]:
@@ -86,20 +91,20 @@ def find_amounts(text: str) -> list[Amount]:
     for match in _DATE.finditer(text):
         english = _date(match)
         if english is not None:
-            found.append(Amount(match.start(), match.end(), english, "date"))
+            found.append(Amount(match.start(), match.end(), english, "date", _date_alternatives(match)))
             taken.append((match.start(), match.end()))
     for match in _AMOUNT.finditer(text):
         if any(start < match.end() and match.start() < end for start, end in taken):
             continue
         english = _amount(match)
         if english is not None:
-            found.append(Amount(match.start(), match.end(), english, "amount"))
+            found.append(Amount(match.start(), match.end(), english, "amount", _amount_alternatives(english)))
     return sorted(found, key=lambda amount: amount.start)
 
 
 def _digits(raw: str) -> str:
     """ASCII digits and point of a number, thousands separators removed."""
-    return unicodedata.normalize("NFKC", raw).replace(",", "").replace("，", "")
+    return unicodedata.normalize("NFKC", raw).replace(",", "").replace("，", "").replace(" ", "")
 
 
 def _date(match: re.Match[str]) -> str | None:
@@ -120,6 +125,45 @@ def _date(match: re.Match[str]) -> str | None:
         named = f"{name} {day_number}"
         return f"{named}, {_digits(year)}" if year else named
     return f"{name} {_digits(year)}" if year else None
+
+
+def _date_alternatives(match: re.Match[str]) -> tuple[str, ...]:
+    """ "15 March 2024" for "March 15, 2024" (day first, as in British and UN English), "15 March" for "March 15"."""
+    year, month, day = match.group("year"), match.group("month"), match.group("day")
+    if not (month and day):
+        return ()
+    named = f"{int(_digits(day))} {MONTHS[int(_digits(month)) - 1]}"
+    return (f"{named} {_digits(year)}",) if year else (named,)
+
+
+_SYMBOLS = {
+    "US dollars": ("${}", "US${}", "{} dollars"),
+    "yuan": ("{} RMB", "RMB {}", "{} Yuan", "¥{}"),
+    "euros": ("€{}", "{} euro"),
+    "yen": ("¥{}",),
+    "pounds": ("£{}",),
+}
+
+
+def _amount_alternatives(english: str) -> tuple[str, ...]:
+    """The same amount with a currency symbol or code ("$57" for "57 US dollars"), and a plain integer of four
+    digits or more with thousands separators ("1,000 yuan" for "1000 yuan")."""
+    numbers = [english.split(" ", 1)[0]]
+    for word in CURRENCIES.values():
+        if english.endswith(" " + word):
+            numbers = [english[: -len(word) - 1]]
+            break
+    else:
+        word = ""
+    number = numbers[0]
+    if re.fullmatch(r"\d{4,}", number):
+        numbers.append(f"{int(number):,}")
+    elif re.fullmatch(r"\d{1,3}(?: \d{3})+", number):
+        numbers.append(number.replace(" ", ","))
+    forms = [f"{n} {word}" for n in numbers[1:]] if word else numbers[1:]
+    for n in numbers:
+        forms.extend(form.format(n) for form in _SYMBOLS.get(word, ()))
+    return tuple(dict.fromkeys(form for form in forms if form != english))
 
 
 def _amount(match: re.Match[str]) -> str | None:

@@ -4,19 +4,22 @@
 addresses, @mentions and #hashtags, file paths, code in backticks, emoji, numbers written with digits, Latin-script
 words and identifiers, markup (the private-use characters ``handler.markup`` puts where inline tags were), plus
 two kinds whose English is known in advance: numbers with a Chinese unit (``handler.numbers``: ``3万`` ->
-``30,000``) and glossary terms (``handler.glossary``). Spans separated only by spaces (``iPhone 15 Pro``,
-``pip install numpy``) form one **unit**.
+``30,000``) and glossary terms (``handler.glossary``). Verbatim spans separated only by spaces (``iPhone 15 Pro``,
+``pip install numpy``) form one **unit**; a converted span is a unit of its own.
 
-``translate_protected`` translates segments with a caller's batch translator, in three rounds at most:
+``translate_protected`` translates segments with a caller's batch translator, in four rounds at most:
 
 1. **As is.** A segment is first translated as it stands (the model keeps its full context and its own words);
    the output is kept when it already carries every unit's target, as often as the source has it (most
-   sentences whose spans are plain words and numbers). Segments with markup skip this round.
-2. **Placeholders.** Each unit becomes ``X1``, ``X2``, ... (all Latin letters and digits of the segment are in
+   sentences whose spans are plain words and numbers; an amount or date may be in another correct form, "$57"
+   for ``57美元``, "15 March 2024" for ``2024年3月15日``). Segments with markup skip this round.
+2. **Placeholders for what was lost.** Only the units the first output lost become placeholders (below); the
+   others stay in the sentence as they are, and must come back too.
+3. **Placeholders.** Each unit becomes ``X1``, ``X2``, ... (all Latin letters and digits of the segment are in
    units, so nothing else in the model's input looks like one); the model translates the sentence around them,
    keeping its context. The output is accepted when every placeholder comes back exactly once, no other one
    appears, and markup units keep their order; each placeholder is then replaced by its unit's English.
-3. **Stitching**, for every segment whose placeholders did not come back: the Chinese pieces between the units
+4. **Stitching**, for every segment whose placeholders did not come back: the Chinese pieces between the units
    are translated on their own and joined with the units in source order (CJK punctuation between them becomes
    its ASCII form). The units are exact by construction; the word order around them is the source's.
 
@@ -99,6 +102,7 @@ _PATTERNS: tuple[tuple[SpanKind, re.Pattern[str]], ...] = (
         ),
     ),
 )
+_SPACED_THOUSANDS = re.compile(r"\d{1,3}(?: \d{3})+")
 # between two spans of one unit: nothing, spaces, or a joiner inside a name ("Wi-Fi 6 / 6E", "R&D")
 _UNIT_GAP = re.compile(r"[ \t\u00a0]*(?:[/&+,:-][ \t\u00a0]*)?")
 
@@ -151,6 +155,7 @@ class Span:
     end: int
     kind: SpanKind
     target: str
+    alternatives: tuple[str, ...] = ()  # other correct forms a translation may already hold ("15 March 2024")
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,10 @@ class Unit:
     end: int
     spans: tuple[Span, ...]
     target: str
+
+    @property
+    def alternatives(self) -> tuple[str, ...]:
+        return self.spans[0].alternatives if len(self.spans) == 1 else ()
 
     @property
     def is_markup(self) -> bool:
@@ -239,10 +248,10 @@ def find_spans(text: str, glossary: Mapping[str, str] | None = None) -> list[Spa
     spans: list[Span] = []
     taken = bytearray(len(text))
 
-    def claim(start: int, end: int, kind: SpanKind, target: str) -> None:
+    def claim(start: int, end: int, kind: SpanKind, target: str, alternatives: tuple[str, ...] = ()) -> None:
         if start < end and not any(taken[start:end]):
             taken[start:end] = b"\x01" * (end - start)
-            spans.append(Span(start, end, kind, target))
+            spans.append(Span(start, end, kind, target, alternatives))
 
     for match in _MARKUP.finditer(text):
         claim(match.start(), match.end(), SpanKind.MARKUP, match.group())
@@ -250,13 +259,16 @@ def find_spans(text: str, glossary: Mapping[str, str] | None = None) -> list[Spa
         for match in re.finditer(re.escape(term), text):
             claim(match.start(), match.end(), SpanKind.GLOSSARY, (glossary or {})[term])
     for amount in find_amounts(text):
-        claim(amount.start, amount.end, SpanKind(amount.kind), amount.english)
+        claim(amount.start, amount.end, SpanKind(amount.kind), amount.english, amount.alternatives)
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(text):
             start, end = match.start(), match.end()
             if kind is SpanKind.URL:
                 end = _url_end(text, start, end)
-            claim(start, end, kind, text[start:end])
+            found = text[start:end]
+            # "27 000" (UN style) is "27,000" in an English sentence that already has it
+            alternatives = (found.replace(" ", ","),) if _SPACED_THOUSANDS.fullmatch(found) else ()
+            claim(start, end, kind, found, alternatives)
     return sorted(spans, key=lambda span: span.start)
 
 
@@ -277,6 +289,8 @@ def group_units(text: str, spans: Sequence[Span]) -> list[Unit]:
             groups
             and _UNIT_GAP.fullmatch(text, groups[-1][-1].end, span.start)
             and not _markup_boundary(groups[-1][-1], span)
+            and not _converted(text, groups[-1][-1])
+            and not _converted(text, span)
         ):
             groups[-1].append(span)
         else:
@@ -292,6 +306,11 @@ def group_units(text: str, spans: Sequence[Span]) -> list[Unit]:
     return units
 
 
+def _converted(text: str, span: Span) -> bool:
+    """A span whose English differs from its source (an amount, a glossary term) travels alone."""
+    return span.target != text[span.start : span.end]
+
+
 def _markup_boundary(left: Span, right: Span) -> bool:
     """Markup and text spans stay apart, so that an opening tag can glue to the word after it."""
     return (left.kind is SpanKind.MARKUP) != (right.kind is SpanKind.MARKUP)
@@ -301,7 +320,12 @@ def protect(text: str, glossary: Mapping[str, str] | None = None) -> Protected:
     """The units of ``text`` and the model's input with a placeholder for each (None: no Chinese, keep as is)."""
     if not has_chinese(text):
         return Protected(text, tuple(group_units(text, find_spans(text))), None)
-    units = group_units(text, find_spans(text, glossary))
+    units = tuple(group_units(text, find_spans(text, glossary)))
+    return Protected(text, units, with_placeholders(text, units))
+
+
+def with_placeholders(text: str, units: Sequence[Unit]) -> str:
+    """``text`` with ``units`` (some or all of its units, in order) replaced by ``X1``, ``X2``, ..."""
     parts: list[str] = []
     position = 0
     for number, unit in enumerate(units, start=1):
@@ -309,7 +333,7 @@ def protect(text: str, glossary: Mapping[str, str] | None = None) -> Protected:
         parts.append(placeholder(number))
         position = unit.end
     parts.append(text[position:])
-    return Protected(text, tuple(units), "".join(parts))
+    return "".join(parts)
 
 
 def placeholder(number: int) -> str:
@@ -327,7 +351,7 @@ def contains_placeholder(text: str) -> bool:
 def translate_protected(
     texts: Sequence[str], translate: TranslateBatch, glossary: Mapping[str, str] | None = None
 ) -> list[Translation]:
-    """Each segment's translation with its protected spans intact (see the module's three rounds)."""
+    """Each segment's translation with its protected spans intact (see the module's rounds)."""
     plans = [protect(text, glossary) for text in texts]
     results: list[Translation | None] = [
         Translation(plan.source, "unchanged", tuple(plan.spans())) if plan.model_input is None else None
@@ -335,18 +359,33 @@ def translate_protected(
     ]
     # round 1: the segment as it is (no markup): kept when the output already carries every unit's target
     raw = [index for index, plan in enumerate(plans) if results[index] is None and not _has_markup(plan)]
+    lost: dict[int, list[Unit]] = {}  # the units each round-1 output did not carry
     for index, output in zip(raw, translate([plans[index].source for index in raw]) if raw else [], strict=True):
         if carries_units(plans[index], output):
             method = "plain" if not plans[index].units else "as is"
             results[index] = Translation(output, method, tuple(plans[index].spans()))
-    # round 2: placeholders
+        elif plans[index].units:
+            lost[index] = [unit for unit in plans[index].units if not carries_units(_alone(unit), output)]
+    # round 2: placeholders for the units the model lost only, the others left in the sentence as they are
+    partial = [
+        index
+        for index, units in lost.items()
+        if len(units) < len(plans[index].units)
+        and not any(contains_placeholder(unit.target) for unit in plans[index].units)
+    ]
+    inputs = [with_placeholders(plans[index].source, lost[index]) for index in partial]
+    for index, output in zip(partial, translate(inputs) if inputs else [], strict=True):
+        restored = restore(plans[index], output, lost[index])
+        if restored is not None and carries_units(plans[index], restored):
+            results[index] = Translation(restored, "placeholders", tuple(plans[index].spans()))
+    # round 3: placeholders for every unit
     pending = [index for index, result in enumerate(results) if result is None]
     inputs = [plans[index].model_input or "" for index in pending]
     for index, output in zip(pending, translate(inputs) if inputs else [], strict=True):
         restored = restore(plans[index], output)
         if restored is not None:
             results[index] = Translation(restored, "placeholders", tuple(plans[index].spans()))
-    # round 3: stitching
+    # round 4: stitching
     stitched = [plans[index] for index, result in enumerate(results) if result is None]
     pieces = sorted(
         {text.strip() for plan in stitched for text, unit in plan.pieces() if unit is None and has_chinese(text)}
@@ -358,40 +397,49 @@ def translate_protected(
     ]
 
 
+def _alone(unit: Unit) -> Protected:
+    return Protected("", (unit,), None)
+
+
 def _has_markup(plan: Protected) -> bool:
     return any(unit.is_markup for unit in plan.units)
 
 
 def carries_units(plan: Protected, output: str) -> bool:
-    """Whether ``output`` holds every unit's target as often as the source has it (a converted target may start
-    with a capital letter, at the start of a sentence)."""
-    wanted: dict[str, int] = {}
+    """Whether ``output`` holds every unit's target (or another correct form of it: "15 March 2024", "$57") as
+    often as the source has it; a converted target may start with a capital letter (at the start of a sentence)."""
+    wanted: dict[tuple[str, ...], int] = {}
     for unit in plan.units:
-        wanted[unit.target] = wanted.get(unit.target, 0) + 1
-    for target, times in wanted.items():
-        found = output.count(target)
-        if target[:1].islower():
-            found += output.count(target[0].upper() + target[1:])
+        forms = (unit.target, *unit.alternatives)
+        wanted[forms] = wanted.get(forms, 0) + 1
+    for forms, times in wanted.items():
+        found = 0
+        for form in forms:
+            found += output.count(form)
+            if form[:1].islower():
+                found += output.count(form[0].upper() + form[1:])
         if found < times:
             return False
     return True
 
 
-def restore(plan: Protected, output: str) -> str | None:
+def restore(plan: Protected, output: str, units: Sequence[Unit] | None = None) -> str | None:
     """The model's output with each placeholder replaced by its unit's target; None unless every placeholder
-    came back exactly once, no unknown one appeared and the markup units kept their order."""
+    came back exactly once, no unknown one appeared and the markup units kept their order. ``units`` are the
+    units that had placeholders (default: all of the plan's)."""
+    units = plan.units if units is None else units
     found = [(match, int(match.group(1))) for match in _PLACEHOLDER.finditer(output)]
     numbers = [number for _, number in found]
-    if sorted(numbers) != list(range(1, len(plan.units) + 1)):
+    if sorted(numbers) != list(range(1, len(units) + 1)):
         return None
-    markup_order = [number for number in numbers if plan.units[number - 1].is_markup]
+    markup_order = [number for number in numbers if units[number - 1].is_markup]
     if markup_order != sorted(markup_order):
         return None
     parts: list[str] = []
     position = 0
     previous: Unit | None = None
     for match, number in found:
-        unit = plan.units[number - 1]
+        unit = units[number - 1]
         before = output[position : match.start()]
         if previous is not None and previous.glue_right:
             before = before.lstrip()

@@ -151,3 +151,13 @@ def test_stitched_pieces_keep_spaces_and_punctuation_readable() -> None:
     translate, _ = copying({"😀你好😀 hello 123": "Hello hello 123", "X1你好X2": "no placeholders", "你好": "Hello."})
     [result] = translate_protected(["😀你好😀 hello 123"], translate)
     assert result.text == "😀 Hello 😀 hello 123"
+
+
+def test_only_the_spans_the_model_lost_become_placeholders() -> None:
+    source = "苹果发布了iPhone和macOS。"
+    translate, calls = copying(
+        {source: "Apple released iPhone and Mac OS.", "苹果发布了iPhone和X1。": "Apple released iPhone and X1."}
+    )
+    [result] = translate_protected([source], translate)
+    assert (result.text, result.method) == ("Apple released iPhone and macOS.", "placeholders")
+    assert calls == [[source], ["苹果发布了iPhone和X1。"]]
