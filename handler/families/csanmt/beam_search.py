@@ -142,7 +142,7 @@ def csanmt_beam_search(
             flat_seqs = seqs.reshape(live * beams, time)
             previous = flat_seqs[:, -1:] if time else np.zeros((live * beams, 1), dtype=np.int64)
             step_log_probs, present = model.step(previous, mask, past, cross)
-            step_log_probs = np.array(step_log_probs, dtype=np.float32)
+            step_log_probs = np.asarray(step_log_probs, dtype=np.float32)  # the session's own buffer, changed in place
             if time < min_length:
                 step_log_probs[:, EOS_ID] = -np.inf
             if repetition_guard is not None:
