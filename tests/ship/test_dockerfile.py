@@ -85,7 +85,9 @@ def test_cloudrun_image_serves_main_py_with_functions_framework(dockerfile: Dock
     assert environment["FUNCTION_SOURCE"] == "main.py" and environment["PORT"] == "8080"
     assert environment["FUNCTION_TARGET"] in _defined_functions(REPO_ROOT / "handler" / "gcp.py")
     main_source = (REPO_ROOT / "main.py").read_text()
-    assert "import translate_http, translate_storage_event" in main_source
+    for entry_point in ("translate_http", "translate_storage_event", "translate_part_event"):
+        assert entry_point in _defined_functions(REPO_ROOT / "handler" / "gcp.py")
+        assert f'"{entry_point}"' in main_source  # exported in __all__
     assert "EXPOSE" in {i.cmd for i in dockerfile.instructions("cloudrun")}
 
 

@@ -62,7 +62,7 @@ def test_make_deploy_gcp_prints_the_gcloud_commands_without_running_them() -> No
     result = _make("deploy-gcp", GCP_PROJECT="p", INPUT_BUCKET="in-bucket", OUTPUT_BUCKET="out-bucket")
     assert result.returncode == 0, result.stderr
     deploys = [line for line in result.stdout.splitlines() if line.startswith("gcloud functions deploy")]
-    assert len(deploys) == 2
+    assert len(deploys) == 3  # HTTP, uploads, and the fan-out's parts
 
 
 def test_make_train_preloads_jemalloc_when_present(tmp_path: Path) -> None:
