@@ -12,6 +12,8 @@ import json
 import random
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,8 +30,10 @@ from handler.bulk import (
 )
 from handler.object_store import GcsStore, ObjectRef, S3Store
 from handler.startup import Startup
-from tests.adapters.conftest import AWS_TEST_ENV
+from tests.adapters.conftest import AWS_TEST_ENV, start_functions_framework
 from tests.adapters.fan_out_platform import WORK_PREFIX, Workers, part_events, s3_event
+from tests.adapters.test_entry_processes import post
+from tests.events import GCS_OBJECT_FINALIZED, load_event
 from tests.fixture_corpus import fixture_pairs
 
 pytestmark = pytest.mark.slow
@@ -199,3 +203,56 @@ def test_two_invocations_assembling_at_once_write_the_output_once(s3_client: Any
     # THEN the output was written once, and the second invocation knows it was
     assert (first["assembly"], second["status"]) == ("assembled", "already assembled")
     assert len(_versions(s3_client, bucket, "translated/race.txt")) == 1
+
+
+# --- Cloud Functions: functions-framework processes, as deploy.sh deploys them ------------------------------------
+def _cloud_event(bucket: str, name: str) -> bytes:
+    event = load_event(GCS_OBJECT_FINALIZED)
+    event["data"].update(bucket=bucket, name=name, id=f"{bucket}/{name}/1")
+    event["subject"] = f"objects/{name}"
+    return json.dumps(event).encode("utf-8")
+
+
+def test_gcp_fan_out_across_functions_framework_processes(
+    adapter_env: dict[str, str], gcs_emulator_host: str, gcs_client: Any, startup: Startup, tmp_path: Path
+) -> None:
+    # GIVEN the uploads function and two instances of the parts function (translate_part_event), on the emulator
+    upload, output = f"up-{uuid.uuid4().hex[:10]}", f"out-{uuid.uuid4().hex[:10]}"
+    gcs_client.create_bucket(upload)
+    gcs_client.create_bucket(output)
+    env = {
+        **adapter_env,
+        "STORAGE_EMULATOR_HOST": gcs_emulator_host,
+        "GOOGLE_CLOUD_PROJECT": "test-project",
+        "TRANSLATE_PART_CHARS": str(PART_CHARS),
+        "TRANSLATE_OUTPUT_BUCKET": output,
+    }
+    servers = [start_functions_framework("translate_storage_event", env, tmp_path)]
+    servers += [start_functions_framework("translate_part_event", env, tmp_path) for _ in range(2)]
+    try:
+        (_, files_url), part_urls = servers[0], [url for _, url in servers[1:]]
+        text = book(3_000)
+        gcs_client.bucket(upload).blob("long.txt").upload_from_string(text.encode("utf-8"), content_type="text/plain")
+        structured = {"Content-Type": "application/cloudevents+json"}
+        # WHEN Eventarc delivers the upload's event, then the parts' events (random order, spread over instances)
+        assert post(files_url, "/", structured, _cloud_event(upload, "long.txt"))[0] == 200
+        parts = [name for name in GcsStore(gcs_client).list_keys(output, WORK_PREFIX) if "/parts/" in name]
+        random.Random(7).shuffle(parts)
+        with ThreadPoolExecutor(len(part_urls)) as pool:
+            statuses = list(
+                pool.map(
+                    lambda item: post(part_urls[item[0] % 2], "/", structured, _cloud_event(output, item[1]))[0],
+                    enumerate(parts),
+                )
+            )
+        # AND the translation's own finalize event reaches the parts function too: answered, nothing done
+        ignored = post(part_urls[0], "/", structured, _cloud_event(output, "translated/long.txt"))[0]
+    finally:
+        for server, _ in servers:
+            server.stop()
+    # THEN every invocation succeeded and the output is the parts' translation
+    assert statuses == [200] * len(parts) and len(parts) >= 3 and ignored == 200
+    written = gcs_client.bucket(output).get_blob("translated/long.txt")
+    assert written.download_as_bytes().decode("utf-8") == translate_in_parts(
+        startup.require_service(), text, PART_CHARS
+    )
