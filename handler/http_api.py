@@ -273,7 +273,7 @@ class HttpApi:
             headers["Vary"] = "Origin"
         if request.method == "OPTIONS":
             headers["Access-Control-Allow-Methods"] = "POST, OPTIONS"
-            headers["Access-Control-Allow-Headers"] = "Content-Type"
+            headers["Access-Control-Allow-Headers"] = "Content-Type, Authorization"  # DeepL clients send a key
             headers["Access-Control-Max-Age"] = "600"
         return headers
 
