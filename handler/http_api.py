@@ -272,7 +272,7 @@ class HttpApi:
         if allow != "*":
             headers["Vary"] = "Origin"
         if request.method == "OPTIONS":
-            headers["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+            headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"  # GET: /languages, /v2/usage, ...
             headers["Access-Control-Allow-Headers"] = "Content-Type, Authorization"  # DeepL clients send a key
             headers["Access-Control-Max-Age"] = "600"
         return headers
