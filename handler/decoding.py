@@ -218,7 +218,7 @@ def candidate_columns(log_probs: np.ndarray, k: int) -> np.ndarray:
     return columns
 
 
-def _gather(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
+def take_slots(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """``array[b, indices[b, i], ...]`` for arrays shaped [items, beams, ...]."""
     expanded = indices.reshape(indices.shape + (1,) * (array.ndim - 2))
     return np.take_along_axis(array, expanded, axis=1)
@@ -304,14 +304,14 @@ def beam_search(
         top_scores = np.take_along_axis(scores, top, axis=1)
         top_ids = np.take_along_axis(flat_ids, top, axis=1)
         parents, tokens = top_ids // vocab, top_ids % vocab
-        candidates = _gather(running, parents)
+        candidates = take_slots(running, parents)
         candidates[:, :, length] = tokens
         ends = (tokens == spec.eos_id) | last_step
 
         # the best candidates that do not end continue
         continuing = top_scores + ends.astype(np.float32) * EXCLUDED
         chosen = top_k(continuing, beams)
-        running = _gather(candidates, chosen)
+        running = take_slots(candidates, chosen)
         running_scores = np.take_along_axis(continuing, chosen, axis=1)
         running_parents = np.take_along_axis(parents, chosen, axis=1)
 
@@ -322,7 +322,7 @@ def beam_search(
         normalized = normalized + (~just_finished).astype(np.float32) * EXCLUDED
         merged_scores = np.concatenate([finished_scores, normalized], axis=1)
         best = top_k(merged_scores, beams)
-        finished = _gather(np.concatenate([finished, candidates], axis=1), best)
+        finished = take_slots(np.concatenate([finished, candidates], axis=1), best)
         finished_scores = np.take_along_axis(merged_scores, best, axis=1)
         is_finished = np.take_along_axis(np.concatenate([is_finished, just_finished], axis=1), best, axis=1)
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handler.decoding import RepetitionGuard, StepModel, ban_repetitions, candidate_columns, top_k
+from handler.decoding import RepetitionGuard, StepModel, ban_repetitions, candidate_columns, take_slots, top_k
 
 LOWEST = np.finfo(np.float32).min  # tf.float32.min: the excluded-hypothesis score
 EOS_ID = 0
@@ -69,12 +69,6 @@ def _cut(tokens: np.ndarray) -> list[int]:
 def _stable_top(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest entries of each row, largest first, ties in index order (``tf.nn.top_k``)."""
     return np.argsort(-scores, axis=1, kind="stable")[:, :k]
-
-
-def _take(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """``array[b, indices[b, i], ...]`` for arrays shaped [sentences, slots, ...]."""
-    expanded = indices.reshape(indices.shape + (1,) * (array.ndim - 2))
-    return np.take_along_axis(array, expanded, axis=1)
 
 
 def csanmt_beam_search(
@@ -157,7 +151,7 @@ def csanmt_beam_search(
             top_indices = np.take_along_axis(columns, top, axis=1)
             top_scores = np.take_along_axis(scores, top_indices, axis=1)
             beam_indices, symbols = top_indices // vocab, top_indices % vocab
-            candidate_seqs = np.concatenate([_take(seqs, beam_indices), symbols[:, :, None]], axis=2)
+            candidate_seqs = np.concatenate([take_slots(seqs, beam_indices), symbols[:, :, None]], axis=2)
             flags = symbols == EOS_ID
 
             # the best candidates that do not end continue
@@ -165,7 +159,7 @@ def csanmt_beam_search(
             alive = _stable_top(suppressed, beams)
             alive_scores = np.take_along_axis(suppressed, alive, axis=1)
             alive_beams = np.take_along_axis(beam_indices, alive, axis=1)
-            seqs = _take(candidate_seqs, alive)
+            seqs = take_slots(candidate_seqs, alive)
             log_probs = alive_scores * penalty
             parent_rows = (np.arange(live)[:, None] * beams + alive_beams).reshape(-1)
             if np.array_equal(parent_rows, np.arange(parent_rows.size)):
@@ -181,7 +175,7 @@ def csanmt_beam_search(
             fin_scores = np.take_along_axis(merged_scores, chosen, axis=1)
             fin_flags = np.take_along_axis(merged_flags, chosen, axis=1)
             padded = np.concatenate([fin_seqs, np.zeros((live, beams, 1), dtype=np.int64)], axis=2)
-            fin_seqs = _take(np.concatenate([padded, candidate_seqs], axis=1), chosen)
+            fin_seqs = take_slots(np.concatenate([padded, candidate_seqs], axis=1), chosen)
         else:
             finish(np.arange(items.shape[0]))
 
