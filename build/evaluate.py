@@ -46,14 +46,16 @@ def score(hypotheses: list[str], references: list[str]) -> Scores:
     return Scores(round(bleu.score, 2), round(chrf.score, 2), len(hypotheses))
 
 
-def translate_all(bundle_dir: Path, sources: list[str], beam_size: int, threads: int) -> tuple[list[str], float]:
+def translate_all(
+    bundle_dir: Path, sources: list[str], beam_size: int, threads: int, protect_spans: bool = True
+) -> tuple[list[str], float]:
     from handler.loader import load_model
 
     config = RuntimeConfig(
         bundle_dir=bundle_dir, threads=threads, max_texts=BATCH, max_chars=10**7, beam_size=beam_size
     )
     service = TranslationService(load_model(config), config)
-    options = TranslateOptions(beam_size=beam_size)
+    options = TranslateOptions(beam_size=beam_size, protect_spans=protect_spans)
     began = time.perf_counter()
     out: list[str] = []
     for start in range(0, len(sources), BATCH):
@@ -61,8 +63,10 @@ def translate_all(bundle_dir: Path, sources: list[str], beam_size: int, threads:
     return out, time.perf_counter() - began
 
 
-def evaluate_bundle(bundle_dir: Path, pairs: list[corpus.Pair], beam_size: int, threads: int = 2) -> dict[str, object]:
-    hypotheses, seconds = translate_all(bundle_dir, [p.zh for p in pairs], beam_size, threads)
+def evaluate_bundle(
+    bundle_dir: Path, pairs: list[corpus.Pair], beam_size: int, threads: int = 2, protect_spans: bool = True
+) -> dict[str, object]:
+    hypotheses, seconds = translate_all(bundle_dir, [p.zh for p in pairs], beam_size, threads, protect_spans)
     by_source: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
     for pair, hypothesis in zip(pairs, hypotheses, strict=False):
         by_source[pair.source][0].append(hypothesis)
@@ -124,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--write", action="store_true", help="record the figures in the bundle's manifest and card")
+    parser.add_argument(
+        "--no-protect-spans", action="store_true", help="the raw model: no span protection (handler.spans)"
+    )
     args = parser.parse_args(argv)
 
     pairs = corpus.dev_pairs()
@@ -134,13 +141,13 @@ def main(argv: list[str] | None = None) -> int:
         "dev_set": corpus.describe_dev_set(pairs),
         "metrics": "sacreBLEU (13a tokenization) and chrF++ (word_order=2), sacrebleu " + sacrebleu.__version__,
     }
-    int8 = evaluate_bundle(args.bundle, pairs, args.beam_size, args.threads)
+    int8 = evaluate_bundle(args.bundle, pairs, args.beam_size, args.threads, not args.no_protect_spans)
     results["int8"] = int8
     print(f"INT8 {args.bundle}: BLEU {int8['bleu']} chrF++ {int8['chrf++']} ({int8['seconds']} s)", flush=True)
     if args.fp32_from:
         with tempfile.TemporaryDirectory() as work:
             reference = fp32_bundle(args.fp32_from, args.bundle, Path(work))
-            fp32 = evaluate_bundle(reference, pairs, args.beam_size, args.threads)
+            fp32 = evaluate_bundle(reference, pairs, args.beam_size, args.threads, not args.no_protect_spans)
         results["fp32"] = fp32
         results["int8_minus_fp32_bleu"] = round(float(int8["bleu"]) - float(fp32["bleu"]), 2)  # type: ignore[arg-type]
         print(f"FP32 ONNX: BLEU {fp32['bleu']} chrF++ {fp32['chrf++']} ({fp32['seconds']} s)", flush=True)

@@ -142,3 +142,41 @@ def test_shipped_model_gives_english_in_the_page(page: Any, shipped_model_url: s
     page.click("#translate")
     english = wait_for_output(page)
     assert re.search(r"[A-Za-z]{2,}", english) and not CJK.search(english), english
+
+
+# --- translate as you type, highlights ------------------------------------------------------------------------
+URL_SENTENCE = "请访问 https://example.com/docs?id=42 获取更多信息，人工智能很重要。"
+
+
+def test_typing_translates_after_a_pause_and_highlights_protected_spans(
+    page: Any, functions_framework_url: str, console: list[str]
+) -> None:
+    # GIVEN the page WHEN Chinese with a URL is typed and no button is pressed
+    page.goto(functions_framework_url + "/")
+    page.fill("#source", URL_SENTENCE)
+    # THEN the translation appears, the URL intact and highlighted as a protected span
+    expect(page.locator("#output mark.url")).to_have_text("https://example.com/docs?id=42", timeout=60_000)
+    assert "https://example.com/docs?id=42" in page.inner_text("#output")
+    assert not [message for message in console if message.startswith(("error", "pageerror"))], console
+
+
+def test_the_last_request_wins(page: Any, functions_framework_url: str) -> None:
+    # GIVEN a translation on its way WHEN another text is asked for before it arrives
+    page.goto(functions_framework_url + "/")
+    page.uncheck("#live")
+    page.fill("#source", "好" * 1500 + "。")  # slow
+    page.click("#translate")
+    page.fill("#source", "编号 12345。")
+    page.click("#translate")
+    # THEN only the newer text's translation is shown, whatever order the answers come in
+    expect(page.locator("#output mark.number")).to_have_text("12345", timeout=60_000)
+    page.wait_for_timeout(3_000)  # the slow answer has had time to arrive, and is dropped
+    assert "12345" in page.inner_text("#output")
+
+
+def test_format_selector_keeps_markup(page: Any, functions_framework_url: str) -> None:
+    page.goto(functions_framework_url + "/")
+    page.select_option("#format", "html")
+    page.fill("#source", '<p><a href="https://example.com/x">世界</a></p>')
+    expect(page.locator("#output")).to_contain_text('<a href="https://example.com/x">', timeout=60_000)
+    assert page.inner_text("#output").startswith("<p><a ")
