@@ -95,12 +95,7 @@ class S3Store:
         return int(self.client.head_object(Bucket=ref.bucket, Key=ref.key)["ContentLength"])
 
     def read(self, ref: ObjectRef) -> bytes:
-        response = self.client.get_object(Bucket=ref.bucket, Key=ref.key)
-        body = response["Body"]
-        try:
-            return bytes(body.read())
-        finally:
-            body.close()
+        return _body_bytes(self.client.get_object(Bucket=ref.bucket, Key=ref.key))
 
     def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None:
         """One PutObject: S3 stores the whole object or nothing. Metadata values must be ASCII (an S3 rule)."""
@@ -131,12 +126,7 @@ class S3Store:
             if _s3_code(error) in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise
-        body = response["Body"]
-        try:
-            data = bytes(body.read())
-        finally:
-            body.close()
-        return VersionedObject(data, str(response["ETag"]), dict(response.get("Metadata") or {}))
+        return VersionedObject(_body_bytes(response), str(response["ETag"]), dict(response.get("Metadata") or {}))
 
     def write_if(
         self,
@@ -171,6 +161,15 @@ class S3Store:
         for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys.extend(str(item["Key"]) for item in page.get("Contents", []))
         return sorted(keys)
+
+
+def _body_bytes(response: Mapping[str, Any]) -> bytes:
+    """A GetObject response's body, read whole and closed."""
+    body = response["Body"]
+    try:
+        return bytes(body.read())
+    finally:
+        body.close()
 
 
 def _s3_code(error: Any) -> str:
