@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -406,7 +407,7 @@ def decoder_io_names(layers: int) -> tuple[list[str], list[str]]:
     return [*inputs, *(semantic_bias(i) for i in range(layers))], outputs
 
 
-def _attach_weights(model: Any, weights: dict[str, torch.Tensor], target: Path) -> None:
+def _attach_weights(model: Any, weights: Mapping[str, torch.Tensor], target: Path) -> None:
     """Turn the graph inputs named like ``weights`` into initializers stored in ``<target>.data``, one at a time.
 
     The graph is exported without its parameters (``export_params=False``), so no in-memory copy of the weights

@@ -36,7 +36,7 @@ KV = "NmtModel/decoder/layer_1/encdec_attention/kv_transform/matrix"
 
 
 def _copy_with(
-    source: Path, target: Path, change: Callable[[dict[str, np.ndarray]], None], config: dict[str, Any] | None = None
+    source: Path, target: Path, change: Callable[[dict[str, np.ndarray]], object], config: dict[str, Any] | None = None
 ) -> Path:
     """A copy of the CSANMT folder whose checkpoint holds ``change``'d variables (written with TF's SaveV2)."""
     import tensorflow as tf
