@@ -258,6 +258,9 @@ class CsanmtCheckpoint:
             expected = self.network.teacher_forced(
                 torch.from_numpy(batch.input_ids), torch.from_numpy(batch.attention_mask), torch.from_numpy(targets)
             ).numpy()
+        # the PyTorch network's part is done: free it (2.3 GB at full size) before the FP32 sessions open; export
+        # and comparison have to come first for a checkpoint, as the pipeline runs them
+        self.release_reference()
         graphs = OnnxCsanmt(*fp32, self.config)
         found = graphs.steps(batch, previous)
         greedy = graphs.greedy(batch, limit)
@@ -269,7 +272,7 @@ class CsanmtCheckpoint:
         return figures, greedy
 
     def release_reference(self) -> None:
-        """The PyTorch network (2.3 GB at full size) is not needed after the FP32 check."""
+        """The PyTorch network (2.3 GB at full size) is not needed after the FP32 check (which calls this itself)."""
         self.network = None
 
     def compare_int8(
