@@ -8,7 +8,8 @@ On the fidelity set (``tests/fixtures/fidelity.jsonl``, ``bench/fidelity_set.py`
 * **skeleton** (``html``, ``markdown``): the share of outputs whose markup skeleton equals the input's;
 
 "before" is today's raw pipeline (no protection, plain text, the 3-gram repetition guard); "after" is the
-default pipeline (protection on, the item's format, the loop-only guard). With ``--dev`` it also scores the
+default pipeline (protection on, the item's format, the default guard: no 4-gram twice, no stretch repeated at
+once). With ``--dev`` it also scores the
 repository's dev set (sacreBLEU) with protection on and off; ``--guards`` adds the repetition-guard comparison
 (BLEU and the share of outputs with a loop for the 3-gram guard, the new guard and none). ``--tiny`` runs the
 same table on the random tiny test model (built here as the test suite builds it), whose outputs never keep a
@@ -240,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         for protect, which in runs:
             with guard(which):
                 bleu, loops, seconds = dev_scores(service, protect, args.pairs)
-            label = {"old": "3-gram (before)", "new": "loops only (now)", "none": "none"}[which]
+            label = {"old": "3-gram (before)", "new": "4-gram + no stretch twice in a row (now)", "none": "none"}[which]
             print(f"| {'on' if protect else 'off'} | {label} | {bleu:.2f} | {loops:.1%} | {seconds:.0f} |", flush=True)
     if args.tiny:
         with tempfile.TemporaryDirectory() as work:
