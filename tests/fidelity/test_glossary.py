@@ -14,13 +14,19 @@ def test_a_request_glossary_is_validated_term_by_term() -> None:
     assert Glossary.from_mapping({"人工智能": "artificial intelligence"}).as_dict() == {
         "人工智能": "artificial intelligence"
     }
-    with pytest.raises(InvalidRequestError, match="must be an object of Chinese term -> English term.*got a JSON array"):
+    with pytest.raises(
+        InvalidRequestError, match="must be an object of Chinese term -> English term.*got a JSON array"
+    ):
         Glossary.from_mapping(["人工智能"])
-    with pytest.raises(InvalidRequestError, match=r'glossary\["人工智能"\] must be a non-empty string.*got a JSON number'):
+    with pytest.raises(
+        InvalidRequestError, match=r'glossary\["人工智能"\] must be a non-empty string.*got a JSON number'
+    ):
         Glossary.from_mapping({"人工智能": 1})
     with pytest.raises(InvalidRequestError, match='the term "AI" has no Chinese character'):
         Glossary.from_mapping({"AI": "artificial intelligence"})
-    with pytest.raises(InvalidRequestError, match=f"has {MAX_REQUEST_TERMS + 1} terms; the limit is {MAX_REQUEST_TERMS}"):
+    with pytest.raises(
+        InvalidRequestError, match=f"has {MAX_REQUEST_TERMS + 1} terms; the limit is {MAX_REQUEST_TERMS}"
+    ):
         Glossary.from_mapping({f"词{i}": "word" for i in range(MAX_REQUEST_TERMS + 1)})
     with pytest.raises(InvalidRequestError, match="may not hold line breaks"):
         Glossary.from_mapping({"词": "a\nb"})

@@ -10,7 +10,7 @@ from handler.errors import InvalidRequestError
 from handler.markup import parse_markup, skeleton
 
 HTML = (
-    '<!DOCTYPE html><html><head><title>标题</title><style>p{color:red}</style></head>\n'
+    "<!DOCTYPE html><html><head><title>标题</title><style>p{color:red}</style></head>\n"
     '<body><p><b>你好</b>，<a href="x" title="链接">世界</a> &amp; 朋友<br>再见</p>\n'
     '<img alt="一只猫" src=c.png><img alt=狗><pre>代码 不译</pre><p>English only</p><!-- 注释 -->'
     '<script>var a="中文";</script><p>运行<code>ls 目录</code>即可</p></body></html>'
