@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from handler.config import RuntimeConfig
-from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
+from handler.errors import ConfigurationError, DeadlineExceededError, InvalidRequestError, RequestTooLargeError
 from handler.loader import LoadedModel
 from handler.segmentation import split_document
 from handler.service import OPTION_NAMES, ThroughputMeter, TranslateOptions, TranslationService
@@ -250,3 +250,32 @@ def test_throughput_meter_projects_from_recent_batches() -> None:
     assert meter.seconds_for(50) == pytest.approx(0.5)
     meter.record(seconds=3.0, work=100)  # slower now: (0.5 * 1 + 3) / (0.5 * 100 + 100)
     assert meter.seconds_for(150) == pytest.approx(3.5)
+
+
+def test_the_deployment_glossary_applies_and_a_request_term_wins(
+    tiny_loaded: LoadedModel, tiny_config: RuntimeConfig, tmp_path: Any
+) -> None:
+    # GIVEN a deployment glossary file (TRANSLATE_GLOSSARY_FILE) WHEN texts hold its terms
+    terms = tmp_path / "terms.tsv"
+    terms.write_text("人工智能\tartificial intelligence\n芯片\tchip\n", encoding="utf-8")
+    config = dataclasses.replace(tiny_config, glossary_file=terms)
+    service = TranslationService(tiny_loaded, config)
+    plain, override = service.translate_many(["人工智能和芯片。"], TranslateOptions()) + service.translate_many(
+        ["人工智能和芯片。"], TranslateOptions(glossary={"芯片": "microchip"})
+    )
+    # THEN every occurrence yields the target term (the random tiny model reaches it by stitching), and the
+    # request's own term replaces the deployment's
+    assert "rtificial intelligence" in plain and "chip" in plain
+    assert "microchip" in override and "rtificial intelligence" in override
+    # and a bad file stops the start, naming the variable
+    terms.write_text("no tab\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=r"^TRANSLATE_GLOSSARY_FILE=.*line 1 has no tab"):
+        TranslationService(tiny_loaded, config)
+
+
+def test_protected_spans_survive_the_tiny_model_and_text_without_chinese_is_kept(service: TranslationService) -> None:
+    texts = ["请访问 https://example.com/a?b=1 获取 `pip install x` 信息。", "Plain English, 42."]
+    detailed = service.translate_detailed(texts)
+    assert "https://example.com/a?b=1" in detailed[0].text and "`pip install x`" in detailed[0].text
+    assert [span.kind.value for span in detailed[0].spans] == ["url", "code"]
+    assert detailed[1].text == "Plain English, 42."
