@@ -1,12 +1,15 @@
 """The translation service every adapter calls: plain Python text in, English text out.
 
-Pipeline for a request: validate the texts and options -> split each text into sentence-sized segments that
-fit the model (``handler.segmentation``) -> translate each distinct segment once -> pack the segments into
+Pipeline for a request: validate the texts and options -> for HTML or Markdown, cut out the text blocks
+(``handler.markup``) -> split each text into sentence-sized segments that fit the model (``handler.segmentation``)
+-> translate each distinct segment once, its protected spans intact (``handler.spans``: URLs, numbers, code,
+names, amounts, glossary terms; text without Chinese never reaches the model) -> pack the segments into
 batches of similar length (``handler.batching``) -> encode and decode each batch (the model family's decoding
 protocol, ``handler.families``: for Marian greedy for beam size 1, otherwise beam search) -> detokenize ->
-clean (``handler.cleaning``) -> put the translations back into each text's line structure. Every request limit
-(characters, texts, option ranges, document deadlines) is enforced here and nowhere else; violations raise the
-typed errors of ``handler.errors`` with messages that say what was found and what is allowed.
+clean (``handler.cleaning``) -> put the translations back into each text's line structure (and markup). Every
+request limit (characters, texts, option ranges, document deadlines) is enforced here and nowhere else;
+violations raise the typed errors of ``handler.errors`` with messages that say what was found and what is
+allowed.
 
 One translation runs at a time per service (a lock): the ONNX Runtime sessions already use every thread the
 configuration gives them, so concurrent requests would only compete for the same cores and memory.
