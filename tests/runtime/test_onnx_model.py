@@ -116,3 +116,33 @@ def test_large_graphs_open_lean_without_prepacked_weights_or_arena(tmp_path, mon
     assert not onnx_model.loads_lean(graph, tmp_path / "missing.onnx")
     monkeypatch.setattr(onnx_model, "LEAN_LOADING_BYTES", 999)
     assert onnx_model.loads_lean(graph, tmp_path / "missing.onnx")
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+FREED_BLOCK_PROBE = r"""
+import sys
+import numpy as np
+from bench.memory import current_rss_mb
+if sys.argv[1] == "fixed":
+    from handler.onnx_model import return_large_blocks_to_the_system
+    assert return_large_blocks_to_the_system()
+first = np.ones(20 * 1024 * 1024 // 8)
+del first  # glibc now raises its mmap threshold to 20 MB
+base = current_rss_mb()
+block = np.ones(10 * 1024 * 1024 // 8)  # below a raised threshold it comes from the heap
+above = [np.ones(100) for _ in range(2000)]  # heap in use above it
+del block
+print(current_rss_mb() - base)
+"""
+
+
+@pytest.mark.parametrize(("mode", "grows"), [("plain", True), ("fixed", False)])
+def test_freed_large_blocks_go_back_to_the_system(mode: str, grows: bool) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", FREED_BLOCK_PROBE, mode], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert (float(result.stdout) > 8) is grows  # megabytes kept of the freed 10 MB block
