@@ -29,6 +29,11 @@ LOCK_VENV := .venv-lock
 DEV_STAMP := $(VENV)/.installed-dev
 RUN_STAMP := $(RUN_VENV)/.installed-run
 LOCK_STAMP := $(LOCK_VENV)/.installed-lock
+CSANMT_RUN_STAMP := $(RUN_VENV)/.installed-csanmt
+# exits 0 when the bundle make run serves ($TRANSLATE_BUNDLE_DIR, default model_artifacts/default) is a CSANMT one
+export BUNDLE_IS_CSANMT := import json, os, sys; folder = os.environ.get("TRANSLATE_BUNDLE_DIR") or "model_artifacts/default"; \
+	path = os.path.join(folder, "manifest.json"); \
+	sys.exit(0 if os.path.isfile(path) and json.load(open(path)).get("family") == "csanmt" else 1)
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
 	--no-emit-index-url --no-emit-find-links
 
@@ -71,8 +76,15 @@ dev-env: $(DEV_STAMP)
 run-env: $(RUN_STAMP)
 
 # ---- the two quick-start commands ---------------------------------------------------------------------------
+# A CSANMT bundle (its manifest says family csanmt) also needs its tokenizer (jieba, subword-nmt, sacremoses).
 run: $(RUN_STAMP)
+	@if $(RUN_VENV)/bin/python -c "$$BUNDLE_IS_CSANMT"; then $(MAKE) --no-print-directory $(CSANMT_RUN_STAMP); fi
 	@HOST=$(HOST) PORT=$(PORT) bash infra/local/run.sh $(RUN_VENV)
+
+$(CSANMT_RUN_STAMP): requirements/csanmt.txt $(RUN_STAMP)
+	@echo "the bundle is a CSANMT model: installing requirements/csanmt.txt (its tokenizer) into $(RUN_VENV)"
+	$(RUN_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements/csanmt.txt
+	@touch $@
 
 test: $(DEV_STAMP) browser
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)

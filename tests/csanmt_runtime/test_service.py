@@ -152,3 +152,14 @@ def test_the_int8_search_agrees_with_fp32(loaded: LoadedModel, csanmt_ending_fp3
     same = np.mean([a == b for a, b in zip(int8.best, fp32.best, strict=True)])
     print(f"\nINT8 = FP32 beam-4 output on {same:.0%} of {len(TEXTS)} sentences")
     assert same >= 0.5
+
+
+def test_make_runs_server_serves_a_csanmt_bundle(csanmt_ending_bundle_dir: Path, loaded: LoadedModel) -> None:
+    """`make run` with TRANSLATE_BUNDLE_DIR on the tiny CSANMT bundle: the real server answers POST /translate."""
+    from tests.local_run import serve_and_translate
+
+    answer = serve_and_translate(csanmt_ending_bundle_dir, "我们喜欢机器翻译。")
+    assert answer["model"] == load_bundle(csanmt_ending_bundle_dir).name
+    assert isinstance(answer["translation"], str) and "\ufffd" not in answer["translation"]
+    service = TranslationService(loaded, RuntimeConfig(bundle_dir=csanmt_ending_bundle_dir))
+    assert answer["translation"] == service.translate("我们喜欢机器翻译。")  # the same as the service in-process

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from handler import config as runtime_config
+from tests.local_run import serve_and_translate
 from tests.ship.dockerfile_model import REPO_ROOT
 
 MAKEFILE = REPO_ROOT / "Makefile"
@@ -102,61 +97,11 @@ def test_ci_runs_tests_and_lint_and_fails_when_either_fails(fake_make: Path) -> 
     assert "::: make test passed" in result.stdout and "::: make lint FAILED" in result.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_local_run_script_serves_the_page_and_translates(tiny_bundle_dir: Path) -> None:
     """`make run` = infra/local/run.sh in .venv-run; here in the test environment, with the tiny bundle."""
-    port = _free_port()
-    server = subprocess.Popen(
-        ["bash", str(REPO_ROOT / "infra" / "local" / "run.sh"), str(Path(sys.executable).parent.parent)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PORT": str(port), runtime_config.ENV_BUNDLE_DIR: str(tiny_bundle_dir)},
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal, whatever started us
-    )
-    base = f"http://127.0.0.1:{port}/"
-    output: list[str] = []
-    try:
-        assert server.stdout is not None
-        deadline = time.monotonic() + 180
-        for line in server.stdout:
-            output.append(line)
-            if line.startswith("ready in"):
-                break
-            assert time.monotonic() < deadline, "".join(output)
-        text = "".join(output)
-        assert f"starting the translation function on {base}" in text
-        assert re.search(r"cold start: import [\d.]+ s, load [\d.]+ s, warm-up [\d.]+ s", text), text
-        assert f"open {base}" in text
-
-        with urllib.request.urlopen(base, timeout=30) as page:
-            assert page.headers["Content-Type"].startswith("text/html")
-        request = urllib.request.Request(
-            base + "translate",
-            data=json.dumps({"text": "今天天气很好，我们去公园散步吧。"}).encode(),  # tiny model: "你好" ends at once
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            assert json.load(response)["translation"].strip()
-    finally:
-        os.killpg(server.pid, signal.SIGINT)  # Ctrl+C
-        began = time.monotonic()
-        try:  # gunicorn kills a worker that has not stopped after its 30 s graceful timeout
-            server.wait(timeout=60)
-            print(f"the local server stopped {time.monotonic() - began:.1f} s after Ctrl+C")
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-            pytest.fail("the local server did not stop within 60 s of Ctrl+C")
-    with pytest.raises(OSError):
-        urllib.request.urlopen(base + "healthz", timeout=5)
+    answer = serve_and_translate(tiny_bundle_dir, "今天天气很好，我们去公园散步吧。")  # tiny model: "你好" ends at once
+    assert answer["translation"].strip()
 
 
 def test_readme_documents_every_setting_and_only_real_make_targets() -> None:
