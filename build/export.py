@@ -178,6 +178,10 @@ def export_bundle(
             **own,
             **extra,
         )
+        if training:  # our own models carry a card (data, licences, training); it is hashed like every file
+            from build.model_card import write_model_card
+
+            manifest.files[bundle.MODEL_CARD] = bundle.file_entry(write_model_card(staging, manifest))
         (staging / bundle.MANIFEST).write_text(_manifest_json(manifest, sections), encoding="utf-8")
         _check_destination(out_dir, force)  # someone may have created it while we worked
         _install(staging, out_dir)

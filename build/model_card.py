@@ -54,6 +54,7 @@ def render(manifest: bundle.Manifest) -> str:
                 else "All training sources permit commercial use with attribution; credit the sources above."
             ),
         ]
+    if training:
         parts += [
             "",
             "## Training",
