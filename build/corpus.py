@@ -1,6 +1,6 @@
 """The zh–en corpus: which sources we may train on, which data set is read, and reading it.
 
-Each line of a corpus file (``train.zh-en.tsv.gz``, ``dev.zh-en.tsv.gz``) is ``zh<TAB>en<TAB>source``. The
+Each line of a corpus file (``train.zh-en.tsv.gz`` or its shards, ``dev.zh-en.tsv.gz``) is ``zh<TAB>en<TAB>source``. The
 repository ships the licence-clean part in ``data/corpus/`` (see ``data/corpus/SOURCES.md``): the training pairs
 of the default model and a dev set made only of licence-clean sources, so a clone alone can train, evaluate and
 benchmark. ``$TRANSLATE_CORPUS_DIR`` names another folder with the same two files (for example the full corpus
@@ -20,6 +20,7 @@ from pathlib import Path
 CORPUS_DIR_ENV = "TRANSLATE_CORPUS_DIR"
 TRAIN_FILE = "train.zh-en.tsv.gz"
 DEV_FILE = "dev.zh-en.tsv.gz"
+TRAIN_SHARDS = "train-[0-9][0-9].zh-en.tsv.gz"  # the repository's training file, split in order
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,18 @@ def read_pairs(path: Path, sources: set[str] | None = None) -> Iterator[Pair]:
                 yield Pair(zh, en, source)
 
 
+def training_files(directory: Path | None = None) -> list[Path]:
+    """``train.zh-en.tsv.gz``, or where it is split in shards (the repository's: git keeps files small), the shards
+    ``train-00.zh-en.tsv.gz``, ``train-01...`` in order, which together hold its lines in the same order."""
+    folder = directory or corpus_dir()
+    whole = folder / TRAIN_FILE
+    shards = sorted(folder.glob(TRAIN_SHARDS)) if folder.is_dir() else []
+    return [whole] if whole.exists() or not shards else shards
+
+
 def training_pairs(directory: Path | None = None) -> list[Pair]:
-    return list(read_pairs((directory or corpus_dir()) / TRAIN_FILE, set(ALLOWED_SOURCES)))
+    allowed = set(ALLOWED_SOURCES)
+    return [pair for path in training_files(directory) for pair in read_pairs(path, allowed)]
 
 
 def dev_pairs(directory: Path | None = None) -> list[Pair]:

@@ -39,7 +39,7 @@ def render(manifest: bundle.Manifest) -> str:
             "",
             "## Training data",
             f"{total:,} sentence pairs from the licence-clean corpus committed with the repository in "
-            "`data/corpus/train.zh-en.tsv.gz` (sources, licences, counts and cleaning in `data/corpus/SOURCES.md`; "
+            "`data/corpus/train-*.zh-en.tsv.gz` (sources, licences, counts and cleaning in `data/corpus/SOURCES.md`; "
             "sources whose terms are unknown, non-redistributable or machine-translated were left out):",
             "",
             _table(rows, ["source", "pairs", "licence"]),
