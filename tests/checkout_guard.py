@@ -1,13 +1,13 @@
 """Fail the test run when anything it runs opens a file outside the checkout (issue: a fresh clone is the project).
 
-A user who clones the repository has no ``../shared`` folder (or anything else) beside it, so nothing the tests
-exercise may read there. ``install`` adds a Python audit hook (PEP 578) that sees every ``open``, ``os.listdir`` and
-``os.scandir`` of this process: a path inside the checkout's parent folder but outside the checkout raises
-``OutsideCheckoutError`` at once and is recorded, so that the session fails even if some code caught the error.
-The temporary folder, the interpreter and the virtual environment stay readable, unless one of them holds the
-checkout's parent (a checkout made in the temporary folder): then only what lies outside the parent is. When the
-checkout sits directly in ``/`` or in the temporary folder, its parent holds the system or everyone's temporary
-files; the guard then forbids only a ``shared`` folder beside the checkout.
+A user who clones the repository has nothing beside it (no corpus or notes folder that a developer's machine may
+have), so nothing the tests exercise may read there. ``install`` adds a Python audit hook (PEP 578) that sees every
+``open``, ``os.listdir`` and ``os.scandir`` of this process: a path inside the checkout's parent folder but outside
+the checkout raises ``OutsideCheckoutError`` at once and is recorded, so that the session fails even if some code
+caught the error. The temporary folder, the interpreter and the virtual environment stay readable, unless one of
+them holds the checkout's parent (a checkout made in the temporary folder): then only what lies outside the parent
+is. When the checkout sits directly in ``/`` or in the temporary folder, its parent holds the system or everyone's
+temporary files; the guard then forbids only the developer machines' data folder beside it (``BESIDE_DATA``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 WATCHED_EVENTS = frozenset({"open", "os.listdir", "os.scandir"})
+BESIDE_DATA = "shared"  # the folder beside the checkout that developer machines (and CI) have and a clone does not
 
 
 class OutsideCheckoutError(PermissionError):
@@ -38,7 +39,7 @@ class CheckoutGuard:
         parent = str(checkout.parent)
         temp = os.path.realpath(tempfile.gettempdir())
         broad_parent = parent == os.sep or os.path.realpath(parent) == temp
-        self.forbidden = [str(checkout.parent / "shared")] if broad_parent else [parent]
+        self.forbidden = [str(checkout.parent / BESIDE_DATA)] if broad_parent else [parent]
         # a folder that holds the forbidden one (the temporary folder holding a checkout made there) allows nothing
         candidates = [temp, sys.prefix, sys.base_prefix, sys.exec_prefix]
         self.allowed = [self.checkout] + [

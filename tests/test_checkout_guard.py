@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from build import corpus
-from tests.checkout_guard import CHECKOUT, GUARD, CheckoutGuard, OutsideCheckoutError
+from tests.checkout_guard import BESIDE_DATA, CHECKOUT, GUARD, CheckoutGuard, OutsideCheckoutError
 
 
 def test_opening_beside_the_checkout_raises_at_once() -> None:
     with GUARD.expecting_violation(), pytest.raises(OutsideCheckoutError, match="outside the checkout"):
-        open(CHECKOUT.parent / "shared" / "corpus" / "dev.zh-en.tsv.gz", "rb")  # noqa: SIM115
+        open(CHECKOUT.parent / "beside-the-checkout" / "notes.txt", "rb")  # noqa: SIM115
     with GUARD.expecting_violation(), pytest.raises(OutsideCheckoutError):
         os.listdir(CHECKOUT.parent)
 
@@ -29,7 +29,7 @@ def test_the_checkout_temp_folders_and_the_interpreter_stay_readable(tmp_path: P
 
 def test_a_checkout_directly_in_a_broad_folder_guards_only_a_shared_folder_beside_it() -> None:
     guard = CheckoutGuard(Path("/repo"))
-    assert guard.is_outside("/shared/corpus/train.zh-en.tsv.gz")
+    assert guard.is_outside(f"/{BESIDE_DATA}/corpus/train.zh-en.tsv.gz")
     assert not guard.is_outside("/usr/lib/python3/x.py")
     assert not guard.is_outside("/repo/data/corpus/dev.zh-en.tsv.gz")
 
@@ -61,6 +61,6 @@ def test_a_checkout_made_inside_the_temporary_folder_is_still_guarded() -> None:
 
     clone = Path(tempfile.gettempdir()) / "fresh" / "clone"
     guard = CheckoutGuard(clone)
-    assert guard.is_outside(str(clone.parent / "shared" / "corpus" / "dev.zh-en.tsv.gz"))
+    assert guard.is_outside(str(clone.parent / "beside-the-clone" / "notes.txt"))
     assert not guard.is_outside(str(clone / "data" / "corpus" / "dev.zh-en.tsv.gz"))
     assert not guard.is_outside(str(Path(tempfile.gettempdir()) / "pytest-of-root" / "x"))

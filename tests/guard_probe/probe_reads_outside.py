@@ -12,7 +12,7 @@ from tests.checkout_guard import CHECKOUT
 
 def test_reads_beside_the_checkout_and_swallows_the_error() -> None:
     try:
-        with open(CHECKOUT.parent / "shared" / "corpus" / "dev.zh-en.tsv.gz", "rb"):
+        with open(CHECKOUT.parent / "beside-the-checkout" / "notes.txt", "rb"):
             pass
     except OSError:
         pass
