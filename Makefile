@@ -55,10 +55,11 @@ help:
 	@echo "make clean                  remove caches and the run/lock environments (distclean: .venv too)"
 
 # ---- environments -------------------------------------------------------------------------------------------
-$(DEV_STAMP): requirements/dev.txt
-	@echo "installing requirements/dev.txt into $(VENV) (a few minutes the first time)"
+$(DEV_STAMP): requirements/dev.txt requirements/tools.txt
+	@echo "installing requirements/dev.txt and tools.txt into $(VENV) (a few minutes the first time)"
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet $(PIP_INSTALL_ARGS) --require-hashes -r requirements/dev.txt
+	$(VENV)/bin/python -m pip install --quiet $(PIP_INSTALL_ARGS) --require-hashes -r requirements/dev.txt \
+		-r requirements/tools.txt
 	@touch $@
 
 $(RUN_STAMP): requirements/runtime-gcp.txt
@@ -174,6 +175,7 @@ lock: $(LOCK_STAMP)
 	$(PIP_COMPILE) --output-file requirements/build.txt requirements/build.in
 	$(PIP_COMPILE) --output-file requirements/dev.txt requirements/build.in requirements/dev.in \
 		requirements/aws.in requirements/gcp.in
+	$(PIP_COMPILE) --output-file requirements/tools.txt --constraint requirements/dev.txt requirements/tools.in
 
 clean:
 	rm -rf $(RUN_VENV) $(LOCK_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .bench .aws-sam
