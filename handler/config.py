@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from handler.api_keys import parse_key_list, read_key_file
 from handler.errors import ConfigurationError
 from handler.glossary import Glossary, load_glossary
 
@@ -31,6 +32,8 @@ ENV_OUTPUT_PREFIX = "TRANSLATE_OUTPUT_PREFIX"
 ENV_DEADLINE_MARGIN_S = "TRANSLATE_DEADLINE_MARGIN_S"
 ENV_GLOSSARY_FILE = "TRANSLATE_GLOSSARY_FILE"
 ENV_API_KEYS = "TRANSLATE_API_KEYS"
+ENV_API_KEYS_FILE = "TRANSLATE_API_KEYS_FILE"
+ENV_LOG_TEXT = "TRANSLATE_LOG_TEXT"
 ENV_PART_CHARS = "TRANSLATE_PART_CHARS"
 ENV_WORK_PREFIX = "TRANSLATE_WORK_PREFIX"
 
@@ -58,7 +61,11 @@ class RuntimeConfig:
     output_prefix: str = "translated/"
     deadline_margin_s: float = 10.0  # stop file work this long before the platform's deadline
     glossary_file: Path | None = None  # the deployment's glossary (JSON object or TSV), for every request and file
-    api_keys: tuple[str, ...] = ()  # keys the LibreTranslate / DeepL APIs require; empty = none required
+    # keys every translating route requires (handler.api_keys); empty = none required. ``from_env`` adds the keys
+    # of ``api_keys_file`` (TRANSLATE_API_KEYS_FILE) to those of TRANSLATE_API_KEYS
+    api_keys: tuple[str, ...] = ()
+    api_keys_file: Path | None = None
+    log_text: bool = False  # debug only: the access log also records request and response bodies
     part_chars: int = 20_000  # plain-text files longer than this fan out in parts of at most this many; 0 = never
     work_prefix: str = "_bulk/"  # key prefix of fan-out manifests, parts and part results (output bucket)
 
@@ -103,6 +110,9 @@ class RuntimeConfig:
                 continue
             values[name] = _PARSERS[name](variable, raw.strip())
         values.update({k: v for k, v in overrides.items() if v is not None})
+        if values.get("api_keys_file") is not None:
+            from_file = read_key_file(values["api_keys_file"], ENV_API_KEYS_FILE)
+            values["api_keys"] = tuple(dict.fromkeys((*values.get("api_keys", ()), *from_file)))
         return cls(**values)
 
     def with_overrides(self, **overrides: Any) -> RuntimeConfig:
@@ -161,6 +171,8 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_DEADLINE_MARGIN_S: "deadline_margin_s",
     ENV_GLOSSARY_FILE: "glossary_file",
     ENV_API_KEYS: "api_keys",
+    ENV_API_KEYS_FILE: "api_keys_file",
+    ENV_LOG_TEXT: "log_text",
     ENV_PART_CHARS: "part_chars",
     ENV_WORK_PREFIX: "work_prefix",
 }
@@ -180,7 +192,9 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "output_prefix": lambda _variable, raw: raw,
     "deadline_margin_s": _number(float, "a number"),
     "glossary_file": lambda _variable, raw: Path(raw),
-    "api_keys": lambda _variable, raw: tuple(key.strip() for key in raw.split(",") if key.strip()),
+    "api_keys": lambda _variable, raw: parse_key_list(raw),
+    "api_keys_file": lambda _variable, raw: Path(raw),
+    "log_text": _boolean,
     "part_chars": _number(int, "an integer"),
     "work_prefix": lambda _variable, raw: raw,
 }
