@@ -3,7 +3,9 @@
 Every adapter entry module (``handler.aws_lambda``, ``handler.gcp``, the local server) calls ``start()`` once at
 import, so the model load happens during the platform's init phase and never behind the first request. A load
 failure does not stop the import: the error is kept and reported on every request (HTTP 503, or an exception for
-file events) with the loader's message, which names the file and the fix.
+file events) with the loader's message, which names the file and the fix. A bad setting is kept the same way and
+answered 500 ``configuration_error`` with the message naming the variable: a retry cannot mend it, and the
+process stays up (a platform would otherwise restart it in a loop, failing the same way each time).
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ class Startup:
     start_s: float  # seconds this cold start spent in ``start()``
 
     def require_service(self) -> TranslationService:
-        """The warm service, or ``ModelUnavailableError`` carrying the load failure's message."""
+        """The warm service, or the start's error: ``ConfigurationError`` (a bad setting, named) or
+        ``ModelUnavailableError`` carrying the load failure's message."""
         if self.service is not None:
             return self.service
-        if isinstance(self.error, ModelUnavailableError):
+        if isinstance(self.error, (ModelUnavailableError, ConfigurationError)):
             raise self.error
         raise ModelUnavailableError(f"the translator is not available: {self.error}")
 
@@ -66,12 +69,13 @@ def start(config: RuntimeConfig | None = None, environ: Mapping[str, str] | None
     try:
         config = config if config is not None else RuntimeConfig.from_env(environ)
     except ConfigurationError as error:
-        logger.error("configuration error, the translator will answer 503: %s", error)
+        logger.error("configuration error, the translator will answer 500 configuration_error: %s", error)
         return Startup(RuntimeConfig(), None, error, time.perf_counter() - began)
     try:
         service = runtime.get_service(config)
     except TranslatorError as error:
-        logger.error("model did not load, the translator will answer 503: %s", error)
+        answer = "500 configuration_error" if isinstance(error, ConfigurationError) else f"503 {error.code}"
+        logger.error("model did not load, the translator will answer %s: %s", answer, error)
         return Startup(config, None, error, time.perf_counter() - began)
     except Exception as error:  # an unexpected failure inside the loader: keep it, report it, stay up
         logger.exception("model did not load (unexpected error)")

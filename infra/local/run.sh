@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Serves the function on this machine (`make run`): functions-framework runs main.py's translate_http, the same
 # entry point as Cloud Functions, with the bundle in TRANSLATE_BUNDLE_DIR (default model_artifacts/default).
-# Prints the URL and the cold-start timings once the model is loaded and warmed; Ctrl+C stops it.
+# Prints the URL and the cold-start timings once the model is loaded and warmed ("ready in ..."); when the model or
+# a setting is bad it prints "START FAILED" with the reason instead (never "ready") and keeps serving that reason
+# (503 / 500 configuration_error) until stopped; Ctrl+C stops it.
 # Usage: HOST=127.0.0.1 PORT=8080 infra/local/run.sh [VENV]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -50,10 +52,16 @@ def find(data, key):
 
 timings = (("import_s", "import"), ("load_s", "load"), ("warmup_s", "warm-up"))
 parts = [f"{label} {find(health, key):.2f} s" for key, label in timings if isinstance(find(health, key), (int, float))]
-if health.get("warm") is False:
-    print(f"the function is up but the model is not: {json.dumps(health.get('error', health))}", flush=True)
-else:
-    print(f"model: {find(health, 'model')} (bundle {find(health, 'bundle_hash')})", flush=True)
+if health.get("warm") is not True:
+    # never "ready": the server runs (so the page and /healthz show the reason) but cannot translate
+    error = health.get("error") or {}
+    code, message = error.get("code", "model_unavailable"), error.get("message", json.dumps(health))
+    status = 500 if code == "configuration_error" else 503
+    print(f"START FAILED after {time.monotonic() - started:.1f} s: {code}: {message}", flush=True)
+    print(f"the server at {url} answers every translation {status} {code} until this is fixed and it is "
+          "restarted; Ctrl+C stops", flush=True)
+    sys.exit(0)
+print(f"model: {find(health, 'model')} (bundle {find(health, 'bundle_hash')})", flush=True)
 print("cold start: " + (", ".join(parts) if parts else json.dumps(health)), flush=True)
 print(f"ready in {time.monotonic() - started:.1f} s: open {url} (API: POST {url}translate, health: GET {url}healthz); "
       "Ctrl+C stops", flush=True)
