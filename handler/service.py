@@ -35,6 +35,7 @@ from handler.markup import FORMATS, parse_markup
 from handler.script_conversion import AUTO, canonical_variant, default_converter
 from handler.segmentation import Document, split_document
 from handler.spans import ProtectedSpan, SpanKind, Translation, translate_protected
+from handler.tokenizer import require_unicode
 
 OPTION_NAMES = (
     "beam_size",
@@ -230,6 +231,7 @@ class TranslationService:
         """
         if not isinstance(text, str):
             raise InvalidRequestError(f"the document must be a string; got {type(text).__name__}")
+        require_unicode(text, "the document")
         return self._translate([text], options or TranslateOptions(), deadline, progress)[0].text
 
     # --- validation -----------------------------------------------------------------------------------------
@@ -240,6 +242,7 @@ class TranslationService:
         for index, text in enumerate(texts):
             if not isinstance(text, str):
                 raise InvalidRequestError(f"texts[{index}] is {type(text).__name__}; every text must be a string")
+            require_unicode(text, f"texts[{index}]")
         limit = self.config.max_texts
         if len(texts) > limit:
             raise RequestTooLargeError(

@@ -33,7 +33,7 @@ from pathlib import Path
 import sentencepiece as spm
 
 from handler.bundle import NORMALIZATION_NFKC, NORMALIZATION_NONE, SOURCE_SPM, TARGET_SPM, VOCAB_JSON, ModelSpec
-from handler.errors import BundleError
+from handler.errors import BundleError, InvalidRequestError
 
 SPIECE_UNDERLINE = "▁"
 EOS_TOKEN = "</s>"
@@ -118,7 +118,7 @@ class SentencePieceTokenizer:
         vocab_get = self._vocab.get
         unk, eos = self.unk_id, self.eos_id
         batch: list[list[int]] = []
-        for code, pieces in zip(codes, self._source.encode(bodies, out_type=str), strict=True):
+        for code, pieces in zip(codes, self._encode_pieces(bodies), strict=True):
             ids = [vocab_get(piece, unk) for piece in pieces]
             if code is not None:
                 ids.insert(0, self._vocab[code])
@@ -129,7 +129,17 @@ class SentencePieceTokenizer:
     def count_tokens(self, text: str) -> int:
         """``len(encode(text))``, without looking pieces up (segmentation calls this for every budget check)."""
         code, body = self._split_language_code(self.normalize(text))
-        return len(self._source.encode(body)) + (2 if code is not None else 1)
+        return len(self._encode_pieces([body])[0]) + (2 if code is not None else 1)
+
+    def _encode_pieces(self, bodies: list[str]) -> list[list[str]]:
+        """SentencePiece's pieces of each text; ``InvalidRequestError`` for a lone surrogate, which is not text."""
+        try:
+            pieces: list[list[str]] = self._source.encode(bodies, out_type=str)
+        except (RuntimeError, TypeError):  # what the SentencePiece binding raises for a str it cannot encode
+            for body in bodies:
+                require_unicode(body)
+            raise
+        return pieces
 
     def _split_language_code(self, text: str) -> tuple[str | None, str]:
         if self._language_codes and text.startswith(">>"):
@@ -151,6 +161,16 @@ class SentencePieceTokenizer:
 
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
         return [self.decode(ids) for ids in batch]
+
+
+def require_unicode(text: str, name: str = "the text") -> None:
+    """``InvalidRequestError`` when ``text`` holds a lone UTF-16 surrogate (JSON can carry one: "\\ud800")."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidRequestError(
+            f"{name} holds an unpaired UTF-16 surrogate at character {error.start:,}; send valid Unicode text"
+        ) from None
 
 
 def _read_vocab(path: Path) -> dict[str, int]:
