@@ -30,6 +30,7 @@ ENV_CORS_ORIGINS = "TRANSLATE_CORS_ORIGINS"
 ENV_OUTPUT_BUCKET = "TRANSLATE_OUTPUT_BUCKET"
 ENV_OUTPUT_PREFIX = "TRANSLATE_OUTPUT_PREFIX"
 ENV_DEADLINE_MARGIN_S = "TRANSLATE_DEADLINE_MARGIN_S"
+ENV_EVENT_TIMEOUT_S = "TRANSLATE_EVENT_TIMEOUT_S"
 ENV_GLOSSARY_FILE = "TRANSLATE_GLOSSARY_FILE"
 ENV_API_KEYS = "TRANSLATE_API_KEYS"
 ENV_API_KEYS_FILE = "TRANSLATE_API_KEYS_FILE"
@@ -60,6 +61,9 @@ class RuntimeConfig:
     output_bucket: str = ""  # file events: where translations go ("" = the input bucket)
     output_prefix: str = "translated/"
     deadline_margin_s: float = 10.0  # stop file work this long before the platform's deadline
+    # the time limit of one storage-event invocation where the platform reports no time left (Cloud Functions: the
+    # deploy's --timeout, 540 s at most for events); Lambda events use the invocation's own remaining time
+    event_timeout_s: float = 540.0
     glossary_file: Path | None = None  # the deployment's glossary (JSON object or TSV), for every request and file
     # keys every translating route requires (handler.api_keys); empty = none required. ``from_env`` adds the keys
     # of ``api_keys_file`` (TRANSLATE_API_KEYS_FILE) to those of TRANSLATE_API_KEYS
@@ -78,6 +82,11 @@ class RuntimeConfig:
             (1 <= self.beam_size <= MAX_BEAM_SIZE, ENV_BEAM_SIZE, f"an integer from 1 to {MAX_BEAM_SIZE}"),
             (self.batch_tokens >= 64, ENV_BATCH_TOKENS, "at least 64 tokens"),
             (self.deadline_margin_s >= 0, ENV_DEADLINE_MARGIN_S, "a non-negative number of seconds"),
+            (
+                self.event_timeout_s > self.deadline_margin_s,
+                ENV_EVENT_TIMEOUT_S,
+                f"the function's time limit in seconds, more than {ENV_DEADLINE_MARGIN_S}",
+            ),
             (self.part_chars == 0 or self.part_chars >= 1_000, ENV_PART_CHARS, "0 (no fan-out) or at least 1000"),
             (
                 self.work_prefix.endswith("/")
@@ -169,6 +178,7 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_OUTPUT_BUCKET: "output_bucket",
     ENV_OUTPUT_PREFIX: "output_prefix",
     ENV_DEADLINE_MARGIN_S: "deadline_margin_s",
+    ENV_EVENT_TIMEOUT_S: "event_timeout_s",
     ENV_GLOSSARY_FILE: "glossary_file",
     ENV_API_KEYS: "api_keys",
     ENV_API_KEYS_FILE: "api_keys_file",
@@ -191,6 +201,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "output_bucket": lambda _variable, raw: raw,
     "output_prefix": lambda _variable, raw: raw,
     "deadline_margin_s": _number(float, "a number"),
+    "event_timeout_s": _number(float, "a number"),
     "glossary_file": lambda _variable, raw: Path(raw),
     "api_keys": lambda _variable, raw: parse_key_list(raw),
     "api_keys_file": lambda _variable, raw: Path(raw),
