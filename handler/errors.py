@@ -46,3 +46,10 @@ class DeadlineExceededError(TranslatorError):
     """The work cannot be finished in the time left (e.g. a Lambda invocation's remaining time)."""
 
     code = "deadline_exceeded"
+
+
+class StorageError(TranslatorError):
+    """The object store kept failing (connection dropped, timed out, 5xx) after retries, or no time was left to
+    retry; nothing was written, and the platform retries the event."""
+
+    code = "storage_unavailable"
