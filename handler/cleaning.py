@@ -46,7 +46,8 @@ _PROTECTED = re.compile(
     r"(?:https?://|ftp://|www\.)[^\s<>\"“”]*[^\s<>\"“”.,;:!?)\]}'’]"  # URLs, minus trailing punctuation
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # e-mail addresses
 )
-_PLACEHOLDER_BASE = 0xF0000  # Supplementary Private Use Area-A: never produced by the models
+_PLACEHOLDER_BASE = 0xF0000  # Supplementary Private Use Area-A: hardly ever in a translation, and when one
+_PLACEHOLDER_END = 0xFFFFD  # is, the placeholders skip it
 _PLACEHOLDER = re.compile("[\U000f0000-\U000ffffd]")
 
 _CONTRACTION = re.compile(r"(?<=[A-Za-z]) ?' ?(s|t|re|ve|ll|d|m)\b|(?<=[A-Za-z]) (n't)\b", re.IGNORECASE)
@@ -102,23 +103,26 @@ def clean_translation(text: str) -> str:
     return _restore(text, protected).strip()
 
 
-def _protect(text: str) -> tuple[str, list[str]]:
-    """Replace URLs and e-mail addresses with placeholder characters no rule touches."""
-    if _PLACEHOLDER.search(text):
-        return text, []
-    protected: list[str] = []
+def _protect(text: str) -> tuple[str, dict[str, str]]:
+    """Replace URLs and e-mail addresses with placeholder characters no rule touches (ones the text lacks)."""
+    taken = set(_PLACEHOLDER.findall(text))
+    free = (chr(code) for code in range(_PLACEHOLDER_BASE, _PLACEHOLDER_END + 1) if chr(code) not in taken)
+    protected: dict[str, str] = {}
 
     def stash(match: re.Match[str]) -> str:
-        protected.append(match.group())
-        return chr(_PLACEHOLDER_BASE + len(protected) - 1)
+        placeholder = next(free, None)
+        if placeholder is None:  # tens of thousands of URLs in one translation: leave the rest as they are
+            return match.group()
+        protected[placeholder] = match.group()
+        return placeholder
 
     return _PROTECTED.sub(stash, text), protected
 
 
-def _restore(text: str, protected: list[str]) -> str:
+def _restore(text: str, protected: dict[str, str]) -> str:
     if not protected:
         return text
-    return _PLACEHOLDER.sub(lambda match: protected[ord(match.group()) - _PLACEHOLDER_BASE], text)
+    return _PLACEHOLDER.sub(lambda match: protected.get(match.group(), match.group()), text)
 
 
 def _join_contraction(match: re.Match[str]) -> str:
