@@ -6,10 +6,12 @@
 * S3 event notifications (``Records[].eventSource == "aws:s3"``): each ``ObjectCreated:*`` object is translated
   into ``TRANSLATE_OUTPUT_BUCKET`` / ``TRANSLATE_OUTPUT_PREFIX`` (``handler.file_translation``). Keys arrive
   URL-encoded (spaces as "+") and are decoded with ``unquote_plus``. The work must finish before
-  ``context.get_remaining_time_in_millis()`` less ``TRANSLATE_DEADLINE_MARGIN_S``; otherwise it fails with a
-  ``DeadlineExceededError`` and writes nothing. A ``.txt`` file over ``TRANSLATE_PART_CHARS`` characters fans out
-  instead (``handler.bulk``): its part objects under ``TRANSLATE_WORK_PREFIX`` in the output bucket trigger this
-  function again, one invocation per part, and the last part assembles the output.
+  ``context.get_remaining_time_in_millis()`` (without a context: ``TRANSLATE_EVENT_TIMEOUT_S``) less
+  ``TRANSLATE_DEADLINE_MARGIN_S``; otherwise it fails with a ``DeadlineExceededError`` and writes nothing. S3's
+  transient failures are retried with backoff within that deadline (``handler.storage_retry``). A ``.txt`` file
+  over ``TRANSLATE_PART_CHARS`` characters fans out instead (``handler.bulk``): its part objects under
+  ``TRANSLATE_WORK_PREFIX`` in the output bucket trigger this function again, one invocation per part, and the
+  last part assembles the output.
 
 The model is loaded and warmed when this module is imported (the Lambda init phase); a load failure is kept and
 answered 503 to HTTP events and raised for S3 events.
@@ -28,8 +30,9 @@ from urllib.parse import unquote_plus, urlencode
 from handler.bulk import handle_object_event
 from handler.errors import InvalidRequestError
 from handler.http_api import HttpApi, HttpRequest, HttpResponse, response_for_error
-from handler.object_store import ObjectRef, S3Store, VersionedStore
+from handler.object_store import ObjectRef, S3Store
 from handler.startup import Startup, start
+from handler.storage_retry import RetryingStore, RetryPolicy, TransientAware
 
 logger = logging.getLogger(__name__)
 
@@ -66,13 +69,16 @@ def event_kind(event: Any) -> str:
 class LambdaAdapter:
     """Decodes Lambda events, calls the HTTP surface or the file translation, encodes the result."""
 
-    def __init__(self, startup: Startup, store: VersionedStore | None = None) -> None:
+    def __init__(
+        self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None
+    ) -> None:
         self.startup = startup
         self.http = HttpApi(startup)
         self._store = store
+        self.retry = retry or RetryPolicy()
 
     @property
-    def store(self) -> VersionedStore:
+    def store(self) -> TransientAware:
         if self._store is None:  # boto3 is imported on the first S3 event, not at every cold start
             self._store = S3Store()
         return self._store
@@ -91,6 +97,7 @@ class LambdaAdapter:
     def handle_s3(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         service = self.startup.require_service()
         deadline = self._deadline(context)
+        store = RetryingStore(self.store, deadline, self.retry)
         results = []
         for record in event["Records"]:
             name = str(record.get("eventName", ""))
@@ -99,15 +106,16 @@ class LambdaAdapter:
                 continue
             s3 = record["s3"]
             source = ObjectRef("s3", s3["bucket"]["name"], unquote_plus(s3["object"]["key"]))
-            results.append(handle_object_event(self.store, source, service, self.startup.config, deadline=deadline))
+            results.append(handle_object_event(store, source, service, self.startup.config, deadline=deadline))
         return {"results": results}
 
-    def _deadline(self, context: Any) -> float | None:
-        """``time.monotonic()`` value by which file work must end, or None without a Lambda context."""
+    def _deadline(self, context: Any) -> float:
+        """``time.monotonic()`` value by which file work must end: the invocation's remaining time (without a
+        Lambda context: ``TRANSLATE_EVENT_TIMEOUT_S``) less ``TRANSLATE_DEADLINE_MARGIN_S``."""
+        config = self.startup.config
         remaining = getattr(context, "get_remaining_time_in_millis", None)
-        if remaining is None:
-            return None
-        return time.monotonic() + remaining() / 1000.0 - self.startup.config.deadline_margin_s
+        seconds_left = remaining() / 1000.0 if remaining is not None else config.event_timeout_s
+        return time.monotonic() + seconds_left - config.deadline_margin_s
 
 
 # --- API Gateway REST API (payload format 1.0) --------------------------------------------------------------

@@ -4,8 +4,11 @@
 * ``translate_storage_event`` (``@functions_framework.cloud_event``): a Cloud Storage
   ``google.cloud.storage.object.v1.finalized`` event; the object is translated into ``TRANSLATE_OUTPUT_BUCKET`` /
   ``TRANSLATE_OUTPUT_PREFIX`` (``handler.file_translation``). Object names arrive unencoded in ``data.name``.
-  Cloud Functions gives a function no remaining-time figure; a file that outruns the function's timeout is stopped
-  before its single write, so nothing is written then either. A ``.txt`` file over ``TRANSLATE_PART_CHARS``
+  Cloud Functions gives a function no remaining-time figure, so the deadline is the event's arrival plus
+  ``TRANSLATE_EVENT_TIMEOUT_S`` (infra/gcp/deploy.sh sets it to the function's ``--timeout``) less
+  ``TRANSLATE_DEADLINE_MARGIN_S``: a file that cannot be finished by then fails with ``DeadlineExceededError``
+  before the platform stops the function, and nothing is written. Cloud Storage's transient failures are retried
+  with backoff within that deadline (``handler.storage_retry``). A ``.txt`` file over ``TRANSLATE_PART_CHARS``
   characters is planned into part objects under ``TRANSLATE_WORK_PREFIX`` in the output bucket (``handler.bulk``).
 * ``translate_part_event`` (``@functions_framework.cloud_event``): finalize events of the output bucket, deployed
   with retries: the fan-out's part objects are translated (and the last one assembles the output); every other
@@ -19,6 +22,7 @@ deploys and ``functions-framework --source main.py --target translate_http``.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import flask
@@ -27,8 +31,9 @@ from cloudevents.http.event import CloudEvent
 
 from handler.bulk import BulkError, handle_object_event
 from handler.http_api import HttpApi, HttpRequest
-from handler.object_store import GcsStore, ObjectRef, VersionedStore
+from handler.object_store import GcsStore, ObjectRef
 from handler.startup import Startup, start
+from handler.storage_retry import RetryingStore, RetryPolicy, TransientAware
 
 logger = logging.getLogger(__name__)
 
@@ -36,13 +41,16 @@ STORAGE_FINALIZED = "google.cloud.storage.object.v1.finalized"
 
 
 class GcpAdapter:
-    def __init__(self, startup: Startup, store: VersionedStore | None = None) -> None:
+    def __init__(
+        self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None
+    ) -> None:
         self.startup = startup
         self.http = HttpApi(startup)
         self._store = store
+        self.retry = retry or RetryPolicy()
 
     @property
-    def store(self) -> VersionedStore:
+    def store(self) -> TransientAware:
         if self._store is None:  # the storage client is built on the first event, not at every cold start
             self._store = GcsStore()
         return self._store
@@ -55,12 +63,16 @@ class GcpAdapter:
         return flask.Response(response=response.body, status=response.status, headers=response.headers)
 
     def handle_storage_event(self, event_type: str, data: Any) -> dict[str, str] | None:
+        arrived = time.monotonic()
         if event_type != STORAGE_FINALIZED:
             logger.warning("ignoring CloudEvent of type %s; this function translates %s", event_type, STORAGE_FINALIZED)
             return None
+        config = self.startup.config
+        deadline = arrived + config.event_timeout_s - config.deadline_margin_s
         service = self.startup.require_service()
         source = ObjectRef("gs", str(data["bucket"]), str(data["name"]))
-        return handle_object_event(self.store, source, service, self.startup.config)
+        store = RetryingStore(self.store, deadline, self.retry)
+        return handle_object_event(store, source, service, config, deadline=deadline)
 
     def handle_part_event(self, event_type: str, data: Any) -> dict[str, Any] | None:
         """A finalize event of the output bucket: a fan-out part is translated, anything else ignored."""

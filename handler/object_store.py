@@ -7,10 +7,15 @@ the other way round.
 
 Endpoints follow each SDK's own settings: ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` for S3-compatible
 servers, ``STORAGE_EMULATOR_HOST`` for a Cloud Storage emulator.
+
+Each request is one attempt bounded by ``StoreTimeouts`` (connect 3 s, read 10 s: a stalled server fails the
+attempt instead of the whole invocation); the SDKs' own retries are off, and ``transient(error)`` says which
+failures ``handler.storage_retry.RetryingStore`` may retry within the invocation's deadline.
 """
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -22,6 +27,25 @@ OUTPUT_CONTENT_TYPE = "text/plain; charset=utf-8"
 
 # google-cloud-storage switches to a resumable (multi-request) upload above this size; we stay at one request
 _GCS_SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
+
+# S3 error codes worth another attempt besides any HTTP 5xx (SlowDown is S3's throttling answer)
+_S3_TRANSIENT_CODES = frozenset({"SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "Throttling"})
+
+
+@dataclass(frozen=True)
+class StoreTimeouts:
+    """Seconds one storage request may take to connect, and to wait for each read of its answer."""
+
+    connect_s: float = 3.0
+    read_s: float = 10.0
+
+
+def s3_client_config(timeouts: StoreTimeouts | None = None) -> Any:
+    """botocore's ``Config`` for ``S3Store``: these timeouts and one attempt per call (``RetryingStore`` retries)."""
+    from botocore.config import Config
+
+    timeouts = timeouts or StoreTimeouts()
+    return Config(connect_timeout=timeouts.connect_s, read_timeout=timeouts.read_s, retries={"total_max_attempts": 1})
 
 
 @dataclass(frozen=True)
@@ -85,11 +109,40 @@ class S3Store:
     scheme = "s3"
 
     def __init__(self, client: Any | None = None) -> None:
+        """``client``: a boto3 S3 client, best built with ``config=s3_client_config()``; default: that one."""
         if client is None:
             import boto3
 
-            client = boto3.client("s3")
+            client = boto3.client("s3", config=s3_client_config())
         self.client = client
+
+    def transient(self, error: BaseException) -> bool:
+        """A failure another attempt may not meet: no connection, a timeout, a cut body, 5xx, throttling."""
+        from botocore.exceptions import (
+            ClientError,
+            HTTPClientError,
+            IncompleteReadError,
+            ResponseStreamingError,
+        )
+        from botocore.exceptions import ConnectionError as BotocoreConnectionError
+        from urllib3.exceptions import HTTPError as Urllib3Error
+
+        if isinstance(error, ClientError):
+            status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+            return status >= 500 or status == 429 or _s3_code(error) in _S3_TRANSIENT_CODES
+        return isinstance(
+            error,
+            (
+                BotocoreConnectionError,
+                HTTPClientError,
+                IncompleteReadError,
+                ResponseStreamingError,
+                Urllib3Error,
+                http.client.HTTPException,
+                ConnectionError,
+                TimeoutError,
+            ),
+        )
 
     def size(self, ref: ObjectRef) -> int:
         return int(self.client.head_object(Bucket=ref.bucket, Key=ref.key)["ContentLength"])
@@ -181,21 +234,32 @@ class GcsStore:
 
     scheme = "gs"
 
-    def __init__(self, client: Any | None = None) -> None:
+    def __init__(self, client: Any | None = None, timeouts: StoreTimeouts | None = None) -> None:
         if client is None:
             from google.cloud import storage
 
             client = storage.Client()
         self.client = client
+        timeouts = timeouts or StoreTimeouts()
+        # every call: one attempt ("retry": None turns the SDK's own retry off), bounded by these timeouts
+        self._once = {"timeout": (timeouts.connect_s, timeouts.read_s), "retry": None}
+
+    def transient(self, error: BaseException) -> bool:
+        """The SDK's own retry predicate (what its DEFAULT_RETRY retries: 429, 5xx, connection errors, timeouts,
+        cut bodies), plus a download whose checksum does not match (a body cut short)."""
+        from google.cloud.storage.exceptions import DataCorruption
+        from google.cloud.storage.retry import _should_retry
+
+        return isinstance(error, DataCorruption) or bool(_should_retry(error))
 
     def size(self, ref: ObjectRef) -> int:
-        blob = self.client.bucket(ref.bucket).get_blob(ref.key)
+        blob = self.client.bucket(ref.bucket).get_blob(ref.key, **self._once)
         if blob is None:
             raise FileNotFoundError(f"{ref} does not exist")
         return int(blob.size)
 
     def read(self, ref: ObjectRef) -> bytes:
-        return bytes(self.client.bucket(ref.bucket).blob(ref.key).download_as_bytes())
+        return bytes(self.client.bucket(ref.bucket).blob(ref.key).download_as_bytes(**self._once))
 
     def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None:
         """One single-request upload: Cloud Storage creates the object only once the request completes."""
@@ -206,17 +270,17 @@ class GcsStore:
             )
         blob = self.client.bucket(ref.bucket).blob(ref.key)
         blob.metadata = dict(metadata)
-        blob.upload_from_string(data, content_type=OUTPUT_CONTENT_TYPE)
+        blob.upload_from_string(data, content_type=OUTPUT_CONTENT_TYPE, **self._once)
 
     def version(self, ref: ObjectRef) -> str | None:
-        blob = self.client.bucket(ref.bucket).get_blob(ref.key)
+        blob = self.client.bucket(ref.bucket).get_blob(ref.key, **self._once)
         return None if blob is None else _generation(blob)
 
     def read_versioned(self, ref: ObjectRef) -> VersionedObject | None:
-        blob = self.client.bucket(ref.bucket).get_blob(ref.key)
+        blob = self.client.bucket(ref.bucket).get_blob(ref.key, **self._once)
         if blob is None:
             return None
-        data = blob.download_as_bytes(if_generation_match=blob.generation)
+        data = blob.download_as_bytes(if_generation_match=blob.generation, **self._once)
         return VersionedObject(bytes(data), _generation(blob), dict(blob.metadata or {}))
 
     def write_if(
@@ -239,13 +303,13 @@ class GcsStore:
         # "": an object whose generation the server did not report (emulators): written unconditionally
         condition = {} if version == "" else {"if_generation_match": int(version or 0)}
         try:
-            blob.upload_from_string(data, content_type=content_type, **condition)
+            blob.upload_from_string(data, content_type=content_type, **condition, **self._once)
         except PreconditionFailed:
             return False
         return True
 
     def list_keys(self, bucket: str, prefix: str) -> list[str]:
-        return sorted(str(blob.name) for blob in self.client.list_blobs(bucket, prefix=prefix))
+        return sorted(str(blob.name) for blob in self.client.list_blobs(bucket, prefix=prefix, **self._once))
 
 
 def _generation(blob: Any) -> str:
