@@ -21,6 +21,13 @@ MAX_ROWS = 64  # decoder rows per batch (sentences x beams); more rows add memor
 # for a 32-token sentence (74 output tokens), so such a batch holds 30 rows instead of 64, which keeps the whole
 # process under 1.5 GB; an opus-mt-sized Marian (512) gets 60 rows and the default model (3 x 256) 64.
 KV_CACHE_BUDGET_BYTES = 256 * 1024 * 1024
+# source widths are padded up to a multiple of this: ONNX Runtime's float kernels (softmax, attention) add a row in
+# vector-sized blocks, so a sentence padded to 11 tokens alone and to 16 beside a longer one summed its attention
+# weights in a different order and could translate differently (1 of the first 320 dev sentences did, with
+# per-row INT8 activations). With every width a whole number of 16-float blocks (an AVX-512 register; two AVX2
+# ones) the masked positions only add exact zeros: measured, every dev sentence translates the same alone and in
+# batches of 16 (README, "Batch invariance").
+WIDTH_MULTIPLE = 16
 
 T = TypeVar("T")
 
@@ -83,11 +90,20 @@ def plan_batches(
     return batches
 
 
-def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """Right-padded int64 ``input_ids`` and ``attention_mask`` (1 = token) for ``sequences``."""
+def padded_width(longest: int, max_width: int | None = None, multiple: int = WIDTH_MULTIPLE) -> int:
+    """``longest`` rounded up to a multiple of ``multiple``, but never past ``max_width`` (nor below ``longest``)."""
+    rounded = -(-longest // multiple) * multiple
+    return rounded if max_width is None else max(longest, min(rounded, max_width))
+
+
+def pad_batch(
+    sequences: Sequence[Sequence[int]], pad_id: int, max_width: int | None = None, multiple: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """Right-padded int64 ``input_ids`` and ``attention_mask`` (1 = token) for ``sequences``; the width is the
+    longest sequence rounded up to ``multiple`` (the service passes ``WIDTH_MULTIPLE``), at most ``max_width``."""
     if not sequences:
         raise ValueError("cannot pad an empty batch")
-    width = max(len(ids) for ids in sequences)
+    width = padded_width(max(len(ids) for ids in sequences), max_width, multiple)
     input_ids = np.full((len(sequences), width), pad_id, dtype=np.int64)
     attention_mask = np.zeros((len(sequences), width), dtype=np.int64)
     for row, ids in enumerate(sequences):

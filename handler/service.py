@@ -24,7 +24,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from handler.batching import Batch, kv_cache_bytes_per_row, pad_batch, plan_batches, restore_order
+from handler.batching import (
+    WIDTH_MULTIPLE,
+    Batch,
+    kv_cache_bytes_per_row,
+    pad_batch,
+    plan_batches,
+    restore_order,
+)
 from handler.cleaning import clean_translation
 from handler.config import ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
@@ -357,7 +364,12 @@ class TranslationService:
         return max(1, min(allowed, self._spec.max_positions - 1))
 
     def _decode(self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[list[int]]:
-        input_ids, attention_mask = pad_batch([segments.encoded[index] for index in batch.indices], self._spec.pad_id)
+        input_ids, attention_mask = pad_batch(
+            [segments.encoded[index] for index in batch.indices],
+            self._spec.pad_id,
+            max_width=self._spec.max_positions,
+            multiple=WIDTH_MULTIPLE,
+        )
         max_new_tokens = self.max_new_tokens(batch.width, options)
         request = SearchRequest(
             beam_size=beam_size,

@@ -26,6 +26,7 @@ def test_default_preset_is_per_channel_reduced_range_with_int8_embeddings() -> N
         "weight_type": "qint8",
         "op_types": ["MatMul", "Gather"],
         "share_tied_embedding": True,
+        "activations": "per-row",
         "method": "onnxruntime.quantization.quantize_dynamic",
     }
 
@@ -38,6 +39,7 @@ def test_default_preset_is_per_channel_reduced_range_with_int8_embeddings() -> N
         ({"op_types": ("Gather",)}, r"op_types must include MatMul"),
         ({"op_types": ("MatMul", "MatMul")}, r"op_types lists an operator twice"),
         ({"op_types": ("MatMul",)}, r"share_tied_embedding needs Gather in op_types"),
+        ({"activations": "per-batch"}, r"activations must be one of per-row, per-tensor; got 'per-batch'"),
     ],
 )
 def test_invalid_settings_are_refused_with_the_allowed_values(kwargs: dict, message: str) -> None:
@@ -127,3 +129,52 @@ def test_a_tied_embedding_is_stored_once_in_the_decoder_and_computes_the_same(
     twice_error = np.abs(with_twice - reference).mean()
     assert shared_error < 1.5 * twice_error
     assert (with_shared.argmax(-1) == reference.argmax(-1)).mean() > 0.9
+
+
+@pytest.mark.slow
+def test_per_row_activations_make_each_row_independent_of_its_batch(tiny_marian_dir: Path, tmp_path: Path) -> None:
+    """A sentence's encoder output and next-token scores are bit for bit the same alone and beside others.
+
+    Per-tensor activation scales (quantize_dynamic's own) take the largest value of the whole batch, so the
+    same row comes out differently with other neighbours: the control that shows this test can fail.
+    """
+    import numpy as np
+
+    from build import verify
+    from build.export import load_checkpoint
+    from build.quantize import quantize_graph
+    from handler.onnx_model import OnnxMarian
+
+    checkpoint = load_checkpoint(tiny_marian_dir)
+    encoder, decoder = export_graphs(checkpoint.model, tmp_path / "fp32")
+    spec = checkpoint.spec
+    batch = verify.SourceBatch.encode(checkpoint.tokenizer, verify.VERIFY_SENTENCES[:8], spec.max_positions)
+    ids, mask = batch.input_ids, batch.attention_mask
+    ids[3] = np.where(mask[3] == 1, ids[3], spec.pad_id)
+
+    def scores(model: OnnxMarian, rows: slice) -> tuple[np.ndarray, np.ndarray]:
+        cross = model.encode(ids[rows], mask[rows])
+        start = np.full((ids[rows].shape[0], 1), spec.decoder_start_id, dtype=np.int64)
+        log_probs, _ = model.step(start, mask[rows], model.empty_past(start.shape[0]), cross)
+        return cross[0], log_probs
+
+    differs = {}
+    for scheme in ("per-row", "per-tensor"):
+        settings = QuantizationSettings(activations=scheme)
+        folder = tmp_path / scheme
+        model = OnnxMarian(
+            quantize_graph(encoder, folder / bundle.ENCODER_ONNX, settings),
+            quantize_graph(decoder, folder / bundle.DECODER_ONNX, settings),
+            spec,
+        )
+        cross_all, log_probs_all = scores(model, slice(None))
+        alone = [scores(model, slice(row, row + 1)) for row in range(ids.shape[0])]
+        differs[scheme] = sum(
+            not (np.array_equal(cross_all[row], cross[0]) and np.array_equal(log_probs_all[row], log_probs[0]))
+            for row, (cross, log_probs) in enumerate(alone)
+        )
+        graph = onnx.load(str(folder / bundle.DECODER_ONNX))
+        dynamic = _count(graph, {"DynamicQuantizeLinear"})
+        assert (dynamic == 0) if scheme == "per-row" else (dynamic > 0)
+    assert differs == {"per-row": 0, "per-tensor": differs["per-tensor"]}
+    assert differs["per-tensor"] > 0

@@ -165,8 +165,6 @@ WRONG: dict[str, str] = {
     "公司去年收入1.25亿元。": "The company is 125 million yuan last year.",
     '<b>你好</b>，<a href="x">世界</a>': '<b>How do you do?</b>, <a href="x">world</a>',
 }
-# rows right alone but wrong when every row goes in one batch (INT8 activations are quantized per batch): none now
-WRONG_IN_ONE_BATCH: dict[str, str] = {}
 # what the fidelity rows must carry byte for byte, whatever the grammar around them
 SPANS: dict[str, tuple[str, ...]] = {
     "请访问 https://example.com/docs?id=42 获取更多信息。": ("https://example.com/docs?id=42",),
@@ -213,12 +211,32 @@ def test_reference_translation_of_html(service, chinese: str, english: tuple[str
 
 
 def test_reference_translations_in_one_batch(service) -> None:  # type: ignore[no-untyped-def]
-    """All rows in one request: INT8 activations are quantized per batch, so a row's output may change with its
-    neighbours; every row the model gets right alone is still right, except the ``WRONG_IN_ONE_BATCH`` ones."""
+    """All rows in one request: every row the model gets right alone is still right beside the others."""
     rows = [(zh, en) for zh, en in REFERENCES + FIDELITY if zh not in WRONG]
     together = service.translate_many([zh for zh, _ in rows])
     mismatches = {zh: got for (zh, en), got in zip(rows, together, strict=True) if got not in en}
-    assert mismatches == WRONG_IN_ONE_BATCH
+    assert mismatches == {}
+
+
+def test_every_row_translates_the_same_alone_and_in_one_batch(service) -> None:  # type: ignore[no-untyped-def]
+    """Batch invariance: INT8 activations are quantized per row and widths padded to whole blocks, so a sentence's
+    translation never depends on the sentences it is decoded with (the wrong rows included)."""
+    chinese = [zh for zh, _ in REFERENCES + FIDELITY]
+    alone = [service.translate(zh) for zh in chinese]
+    assert service.translate_many(chinese) == alone
+    for start in range(0, len(chinese), 16):
+        assert service.translate_many(chinese[start : start + 16]) == alone[start : start + 16]
+
+
+def test_dev_sentences_translate_the_same_alone_and_in_batches_of_16(service) -> None:  # type: ignore[no-untyped-def]
+    """The first 64 sentences of the repository's dev set, alone and 16 at a time (the whole set is measured by
+    ``python -m bench.batch_invariance``)."""
+    from build import corpus
+
+    chinese = [pair.zh for pair in corpus.dev_pairs(corpus.REPOSITORY_CORPUS_DIR)][:64]
+    alone = [service.translate(zh) for zh in chinese]
+    together = [out for start in range(0, 64, 16) for out in service.translate_many(chinese[start : start + 16])]
+    assert {zh: got for zh, got, own in zip(chinese, together, alone, strict=True) if got != own} == {}
 
 
 @pytest.mark.parametrize("chinese", sorted(SPANS))

@@ -67,6 +67,18 @@ def test_pad_batch_right_pads_with_a_mask() -> None:
     assert input_ids.dtype == attention_mask.dtype == np.int64
 
 
+def test_pad_batch_rounds_the_width_up_to_the_multiple_but_not_past_the_model() -> None:
+    from handler.batching import WIDTH_MULTIPLE, padded_width
+
+    input_ids, attention_mask = pad_batch([[5] * 11, [7] * 3], pad_id=99, max_width=512, multiple=WIDTH_MULTIPLE)
+    assert input_ids.shape == attention_mask.shape == (2, 16)
+    assert attention_mask.sum(axis=1).tolist() == [11, 3]
+    assert (input_ids[0, 11:] == 99).all()
+    assert [padded_width(n, 512) for n in (1, 16, 17, 500, 511, 512)] == [16, 16, 32, 512, 512, 512]
+    assert padded_width(20, max_width=18) == 20  # never narrower than the longest sequence
+    assert padded_width(7, multiple=1) == 7
+
+
 def test_plan_rejects_non_positive_budgets() -> None:
     with pytest.raises(ValueError, match="must be positive"):
         plan_batches([1], max_tokens=0)
