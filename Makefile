@@ -20,6 +20,7 @@ PYTEST_ARGS ?=
 TRAIN_ARGS ?=
 EVAL_ARGS ?=
 BENCH_ARGS ?=
+LOADTEST_ARGS ?=
 BROWSER_PACKAGES ?= chromium
 JEMALLOC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 
@@ -38,7 +39,7 @@ PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-un
 	--no-emit-index-url --no-emit-find-links
 
 .PHONY: help run test lint model train eval fidelity bench image image-gcp deploy-aws deploy-gcp lock clean distclean \
-	browser dev-env run-env model-argument audit
+	browser dev-env run-env model-argument audit loadtest
 
 help:
 	@echo "make run                    serve the function on http://$(HOST):$(PORT)/ (PORT=... to change)"
@@ -49,6 +50,7 @@ help:
 	@echo "make eval                   BLEU/chrF++ of the bundles on the dev set (data/corpus, or TRANSLATE_CORPUS_DIR)"
 	@echo "make fidelity [FIDELITY_ARGS=--dev --guards --tiny]   spans, amounts, glossary, markup kept, per class"
 	@echo "make bench                  runtime micro-benchmark"
+	@echo "make loadtest [LOADTEST_ARGS=--quick]   load + soak of make run's server with locust (long; see docs/loadtest.md)"
 	@echo "make image / image-gcp      container images for AWS Lambda / Cloud Run (needs Docker; MODEL=... bakes another)"
 	@echo "make deploy-aws / deploy-gcp   print the deployment commands; DEPLOY=1 runs them"
 	@echo "make lock                   regenerate requirements/*.txt from requirements/*.in"
@@ -155,6 +157,12 @@ fidelity: $(DEV_STAMP)
 
 bench: $(DEV_STAMP)
 	$(VENV)/bin/python -m bench.runtime_bench $(BENCH_ARGS)
+
+# make run's server (infra/local/run.sh from .venv-run) driven by locust from .venv: 2,000 requests then a
+# 20,000-request soak, for the default bundle and a random opus-mt-zh-en-sized one; exits 1 on any error or on
+# RSS growth >= 30 MB. LOADTEST_ARGS="--quick" takes under a minute; --requests/--soak-requests/--bundle choose.
+loadtest: $(DEV_STAMP) $(RUN_STAMP)
+	$(VENV)/bin/python -m bench.loadtest --server-venv $(RUN_VENV) $(LOADTEST_ARGS)
 
 # ---- images and deployment ----------------------------------------------------------------------------------
 image:

@@ -1,0 +1,151 @@
+"""`make run`'s real server for a benchmark: infra/local/run.sh (functions-framework, gunicorn) on loopback.
+
+``ServedFunction.start`` runs the script as ``make run`` does, with ``TRANSLATE_BUNDLE_DIR`` and any other settings
+in its environment, its output in a log file, and waits for its "ready" line. functions-framework serves with
+gunicorn: the arbiter loads and warms the model at import, then forks one worker (``WORKERS``, default 1) with
+``THREADS`` threads (default 4 per CPU), and the worker answers every request with the model it inherited and
+reopened. ``worker_pid`` is that worker: the process that holds the model while it serves. ``RssSampler``
+samples a process's resident set once a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RUN_SCRIPT = REPO_ROOT / "infra" / "local" / "run.sh"
+MB = 1024 * 1024
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class ServedFunction:
+    def __init__(self, process: subprocess.Popen[bytes], base_url: str, log_path: Path) -> None:
+        self.process = process
+        self.base_url = base_url
+        self.log_path = log_path
+
+    @classmethod
+    def start(
+        cls, venv: Path, bundle_dir: Path, settings: dict[str, str], log_path: Path, ready_within_s: float = 600
+    ) -> ServedFunction:
+        port = free_port()
+        env = {key: value for key, value in os.environ.items() if not key.startswith("TRANSLATE_")}
+        env.update(settings, TRANSLATE_BUNDLE_DIR=str(bundle_dir), HOST="127.0.0.1", PORT=str(port))
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                ["bash", str(RUN_SCRIPT), str(venv)],
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        served = cls(process, f"http://127.0.0.1:{port}", log_path)
+        deadline = time.monotonic() + ready_within_s
+        while "ready in" not in served.log():
+            if process.poll() is not None or time.monotonic() > deadline:
+                served.stop()
+                raise RuntimeError(f"the server did not become ready:\n{served.log()}")
+            time.sleep(0.2)
+        if "the model is not" in served.log():
+            served.stop()
+            raise RuntimeError(f"the server is up but its model is not:\n{served.log()}")
+        return served
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def health(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.base_url + "/healthz", timeout=30) as response:
+            health: dict[str, Any] = json.load(response)
+        return health
+
+    def cold_start_line(self) -> str:
+        found = re.search(r"^cold start: .*$", self.log(), re.MULTILINE)
+        return found.group(0) if found else "cold start: (not printed)"
+
+    def worker_pid(self) -> int:
+        """The gunicorn worker: the arbiter's (this script's process's) child that runs functions-framework (named
+        ``gunicorn: worker`` where setproctitle is installed)."""
+        arbiter = psutil.Process(self.process.pid)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            workers = [child for child in arbiter.children() if _is_server(" ".join(child.cmdline()))]
+            if len(workers) == 1:
+                return workers[0].pid
+            time.sleep(0.2)
+        raise RuntimeError(f"expected one gunicorn worker under process {arbiter.pid}; found {arbiter.children()}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)  # Ctrl+C, as make run is stopped
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def _is_server(command_line: str) -> bool:
+    return "functions-framework" in command_line or "gunicorn: worker" in command_line
+
+
+@dataclass(frozen=True)
+class RssSample:
+    seconds: float  # since the sampler started
+    done: int  # requests finished when the sample was taken
+    rss_mb: float
+
+
+@dataclass
+class RssSampler:
+    """Samples ``pid``'s RSS every ``interval_s`` in a background thread, with the progress ``done()`` reports."""
+
+    pid: int
+    done: Callable[[], int]
+    interval_s: float = 1.0
+    samples: list[RssSample] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._process = psutil.Process(self.pid)
+        self._stop = threading.Event()
+        self._began = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def sample(self) -> RssSample:
+        sample = RssSample(time.monotonic() - self._began, self.done(), self._process.memory_info().rss / MB)
+        self.samples.append(sample)
+        return sample
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
