@@ -49,7 +49,7 @@ help:
 	@echo "make train [TRAIN_ARGS=--finalize]   train the default model (resumes; finalize writes the checkpoint)"
 	@echo "make eval                   BLEU/chrF++ of the bundles on the dev set (data/corpus, or TRANSLATE_CORPUS_DIR)"
 	@echo "make fidelity [FIDELITY_ARGS=--dev --guards --tiny]   spans, amounts, glossary, markup kept, per class"
-	@echo "make bench                  runtime micro-benchmark"
+	@echo "make bench [BENCH_ARGS=--quick]   this runtime beside CTranslate2 and transformers; writes docs/benchmarks.md"
 	@echo "make loadtest [LOADTEST_ARGS=--quick]   load + soak of make run's server with locust (long; see docs/loadtest.md)"
 	@echo "make image / image-gcp      container images for AWS Lambda / Cloud Run (needs Docker; MODEL=... bakes another)"
 	@echo "make deploy-aws / deploy-gcp   print the deployment commands; DEPLOY=1 runs them"

@@ -1,44 +1,69 @@
-"""Runtime micro-benchmark on a random Marian of opus-mt-zh-en's size (a script, not a test).
+"""`make bench`: this runtime beside CTranslate2 and transformers, measured side by side (a script, not a test).
 
-    python -m bench.runtime_bench [--threads 2] [--repeats 3] [--rebuild]
+    python -m bench.runtime_bench [--rounds 4] [--threads 2] [--repeats 3] [--rebuild] [--quick]
+                                  [--out docs/benchmarks.md] [--csanmt-bundle DIR | --csanmt-build]
 
-Builds (once, cached in ``.bench/runtime/``) a random MarianMTModel with opus-mt-zh-en's dimensions (d_model 512,
-6 + 6 layers, 8 heads, FFN 2048, vocabulary 65,001, swish, tied embeddings) and a SentencePiece tokenizer trained
-on the repository's dev set (its vocabulary padded with filler entries to 65,001 ids), exports it with
-``build.export.export_bundle`` (verification thresholds for a random model, below), and prints in one table:
+Models (built once, cached in ``.bench/runtime/``):
 
-* FP32 vs INT8 graph bytes;
-* cold start of this runtime in a fresh process (import, load, warm-up) and of transformers (import, load);
-* batch-1 and batch-16 greedy tokens/s with a forced output length (``FORCED_TOKENS`` tokens, ``</s>`` banned
-  until then), batch-1 beam-4 latency, and each process's own peak RSS (``VmHWM``, see ``bench/memory.py``);
-* this runtime with ONNX Runtime thread spinning off and on;
+* **opus-mt-sized**: a random MarianMTModel with opus-mt-zh-en's dimensions (d_model 512, 6 + 6 layers, 8 heads,
+  FFN 2048, vocabulary 65,001, swish, tied embeddings) and a SentencePiece tokenizer trained on the repository's
+  dev set (its vocabulary padded with filler entries to 65,001 ids); this runtime gets the bundle
+  ``build.export.export_bundle`` writes from it (verification thresholds for a random model, below), CTranslate2
+  the same checkpoint converted by its Transformers converter (int8, ``bench.ctranslate2_model``), transformers
+  the checkpoint itself (FP32);
+* **default**: the shipped bundle ``model_artifacts/default`` for this runtime; CTranslate2 and transformers get
+  the same architecture from ``model_artifacts/training-checkpoint`` (``bench.default_checkpoint``);
+* **CSANMT full size** (``--csanmt-bundle DIR``, or ``--csanmt-build`` to build the random one with
+  ``bench.csanmt_full_size`` and ``build.export``: minutes and ~8 GB): this runtime alone, as no other engine
+  converts CSANMT.
 
-with the ratios and pass/fail against the targets: INT8 graphs <= 30 % of FP32, peak RSS <= 450 MB, batch-16
-tokens/s >= 4x transformers FP32 ``generate``. The random model's outputs are meaningless; only speed, memory
-and size are measured. Each measurement runs in its own subprocess so that imports and memory do not mix.
+Each engine runs in fresh processes (``bench.engines``), ``--rounds`` rounds with the engine order rotated per
+round, on the same token ids with exactly 40 output tokens; each process measures its own memory. The run also
+measures the machine's memory read bandwidth on the same threads (``bench.bandwidth``) for the bandwidth bound,
+and the characters/s of news-length sentences through ``TranslationService`` (``bench.workload``) for the cost
+table (``bench.cost``). It prints the tables, writes them to ``--out`` (default ``docs/benchmarks.md``, with the
+chart ``docs/benchmarks.png``) and exits 1, naming each, when any figure could not be measured (nothing is
+written then). ``--quick`` (the smoke test): the default model only, one round, 8 output tokens, a batch of 4,
+one repeat, a few sentences for the workload; it writes to ``.bench/quick/benchmarks.md`` unless ``--out`` says
+otherwise. The random models' outputs are meaningless; only speed, memory and size are measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
-import statistics
+import platform
+import shlex
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.memory import peak_rss_mb
+from bench import bandwidth, cost, ctranslate2_model, default_checkpoint, report
+from bench.side_by_side import (
+    Setup,
+    SetupResult,
+    Workload,
+    missing,
+    run_process,
+    run_setup,
+    summarise,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BENCH_DIR = REPO_ROOT / ".bench" / "runtime"  # holds checkpoint/ and bundle/, built once
+BENCH_DIR = REPO_ROOT / ".bench" / "runtime"  # holds checkpoint/, bundle/, ctranslate2-int8/ and default/
 CHECKPOINT = "checkpoint"
 BUNDLE = "bundle"
+CTRANSLATE2_DIR = "ctranslate2-int8"
+DEFAULT_BUNDLE = REPO_ROOT / "model_artifacts" / "default"
+DOCS_OUT = REPO_ROOT / "docs" / "benchmarks.md"
+QUICK_OUT = REPO_ROOT / ".bench" / "quick" / "benchmarks.md"
 
 FORCED_TOKENS = 40
-BATCH_SIZES = (1, 16)
 BEAM_SIZE = 4
 SPM_PIECES = 4_000  # what the dev set supports; the remaining ids up to 65,000 are filler entries
 OPUS_MT_ZH_EN_VOCAB = 65_001
@@ -51,18 +76,12 @@ RANDOM_MODEL_THRESHOLDS = {
     "int8_top1_agreement": 0.0,
     "int8_greedy_exact_match": 0.0,
 }
-TARGETS = {"int8_share_of_fp32": 0.30, "peak_rss_mb": 450.0, "speedup_batch16": 4.0}
-
+FULL = Workload(forced_tokens=FORCED_TOKENS, batch1_sentences=4, batch_size=16, repeats=3, beam_size=BEAM_SIZE)
+QUICK = Workload(forced_tokens=8, batch1_sentences=1, batch_size=4, repeats=1, beam_size=BEAM_SIZE)
+WORKLOAD_SENTENCES = {"full": 96, "quick": 4}
+REQUEST_TEXTS = 32  # texts per request of the cost workload
 
 # --- building the model ---------------------------------------------------------------------------------------
-
-
-def bench_sentences(count: int = 16) -> list[str]:
-    """Chinese sentences of everyday length from the repository's dev set (the same for every engine)."""
-    from build import corpus
-
-    chosen = [pair.zh for pair in corpus.dev_pairs() if 12 <= len(pair.zh) <= 40]
-    return chosen[:count]
 
 
 def build_checkpoint(out_dir: Path) -> None:
@@ -114,235 +133,391 @@ def build_bundle(work_dir: Path, rebuild: bool) -> dict[str, Any]:
     }
 
 
-# --- measurements (each in a fresh process) ------------------------------------------------------------------
+# --- the models each engine loads -----------------------------------------------------------------------------
 
 
-def _timed(function: Any, repeats: int) -> float:
-    """Median seconds of ``repeats`` calls."""
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
-
-
-def measure_runtime(work_dir: Path, threads: int, spinning: bool, repeats: int) -> dict[str, Any]:
-    """This runtime: cold start through ``handler.runtime``, then forced-length decoding."""
-    began = time.perf_counter()
-    from handler import runtime
-    from handler.batching import pad_batch
-    from handler.config import RuntimeConfig
-    from handler.decoding import beam_search, greedy_search
-
-    imported = time.perf_counter()
-    config = RuntimeConfig(bundle_dir=work_dir / BUNDLE, threads=threads, thread_spinning=spinning, beam_size=BEAM_SIZE)
-    service = runtime.get_service(config)
-    ready = time.perf_counter()
-    loaded = service.model
-    sentences = bench_sentences()
-    encoded = loaded.tokenizer.encode_batch(sentences)
-    steps = FORCED_TOKENS + 1  # FORCED_TOKENS tokens, then the forced </s> (which costs no step)
-    result: dict[str, Any] = {
-        "import_s": imported - began,
-        "load_s": loaded.timings["load_s"],
-        "warmup_s": loaded.timings["warmup_s"],
-        "cold_start_s": ready - began,
-        "source_tokens": statistics.mean(len(ids) for ids in encoded),
-    }
-    for batch_size in BATCH_SIZES:
-        ids, mask = pad_batch(encoded[:batch_size], loaded.spec.pad_id)
-
-        def greedy(ids: Any = ids, mask: Any = mask) -> None:
-            outputs = greedy_search(loaded.model, ids, mask, steps, min_new_tokens=steps)
-            assert all(len(tokens) == FORCED_TOKENS for tokens in outputs)
-
-        seconds = _timed(greedy, repeats)
-        result[f"batch{batch_size}_tokens_per_s"] = batch_size * FORCED_TOKENS / seconds
-    ids, mask = pad_batch(encoded[:1], loaded.spec.pad_id)
-    result["beam4_batch1_s"] = _timed(
-        lambda: beam_search(loaded.model, ids, mask, steps, beam_size=BEAM_SIZE, min_new_tokens=steps), repeats
+def opus_mt_setup(work_dir: Path, rebuild: bool) -> tuple[Setup, dict[str, Any]]:
+    sizes = build_bundle(work_dir, rebuild)
+    print("converting the checkpoint for CTranslate2 (int8)", flush=True)
+    ct2 = ctranslate2_model.convert(work_dir / CHECKPOINT, work_dir / CTRANSLATE2_DIR, force=rebuild)
+    setup = Setup(
+        key="opus-mt-sized",
+        title="random Marian, opus-mt-zh-en shape",
+        bundle_dir=work_dir / BUNDLE,
+        ctranslate2_dir=ct2,
+        checkpoint_dir=work_dir / CHECKPOINT,
+        notes=(
+            "d_model 512, 6 + 6 layers, 8 heads, FFN 2048, vocabulary 65,001, tied embeddings, random weights; "
+            "every engine loads the same checkpoint (this runtime: the bundle `build.export` writes from it)",
+        ),
     )
-    result["translate_s"] = _timed(lambda: service.translate_many(sentences[:4]), 1)
-    result.update(measure_finished_rows(loaded, encoded, repeats))
-    result["peak_rss_mb"] = peak_rss_mb()
-    return result
+    return setup, sizes
 
 
-def measure_finished_rows(loaded: Any, encoded: list[list[int]], repeats: int) -> dict[str, float]:
-    """What to do with rows that have finished: keep computing them (masking) or drop them from the batch.
+def default_setup(work_dir: Path, rebuild: bool) -> Setup:
+    print("writing the default model's transformers folder and converting it for CTranslate2", flush=True)
+    checkpoint = default_checkpoint.write(work_dir / "default" / CHECKPOINT, force=rebuild)
+    ct2 = ctranslate2_model.convert(checkpoint, work_dir / "default" / CTRANSLATE2_DIR, force=rebuild)
+    step = default_checkpoint.training_step()
+    return Setup(
+        key="default",
+        title="shipped default model (d_model 256, 6 + 3 layers)",
+        bundle_dir=DEFAULT_BUNDLE,
+        ctranslate2_dir=ct2,
+        checkpoint_dir=checkpoint,
+        notes=(
+            "this runtime: the shipped bundle `model_artifacts/default`; CTranslate2 and transformers: "
+            f"`model_artifacts/training-checkpoint` (the same architecture and vocabulary, main-run step {step}, "
+            "not the cooldown weights the bundle holds: with forced output lengths the figures depend on the "
+            "shapes, not the values)",
+        ),
+    )
 
-    After 20 steps of a 16-row batch, half the rows finish: masking keeps stepping 16 rows, dropping steps 8 rows
-    after a one-off copy of the kept rows' caches.
-    """
-    import numpy as np
 
-    from handler.batching import pad_batch
+def csanmt_setup(work_dir: Path, bundle_dir: Path | None, build: bool) -> Setup | None:
+    if bundle_dir is None and not build:
+        return None
+    if bundle_dir is None:
+        checkpoint, bundle_dir = work_dir / "csanmt" / CHECKPOINT, work_dir / "csanmt" / BUNDLE
+        if not (bundle_dir / "manifest.json").is_file():
+            print("building the full-size random CSANMT checkpoint (minutes, ~8 GB) and its bundle", flush=True)
+            for command in (
+                [sys.executable, "-m", "bench.csanmt_full_size", "make", str(checkpoint)],
+                [
+                    sys.executable,
+                    "-m",
+                    "build.export",
+                    "--model",
+                    str(checkpoint),
+                    "--out",
+                    str(bundle_dir),
+                    "--family",
+                    "csanmt",
+                    "--force",
+                ],
+            ):
+                subprocess.run(command, cwd=REPO_ROOT, check=True)
+    return Setup(
+        key="csanmt-full-size",
+        title="random CSANMT, damo/nlp_csanmt_translation_zh2en shape",
+        bundle_dir=bundle_dir.resolve(),
+        notes=(
+            "hidden 1024, 24 encoder / 6 decoder layers, 16 heads, vocabularies of 50,000, random weights "
+            f"(`bench.csanmt_full_size`); bundle `{bundle_dir}`; this runtime alone: CTranslate2 has no CSANMT "
+            "converter and transformers no CSANMT model",
+        ),
+    )
 
-    model = loaded.model
-    ids, mask = pad_batch(encoded[:16], loaded.spec.pad_id)
-    cross = model.encode(ids, mask)
-    past = model.empty_past(16)
-    tokens = np.full((16, 1), loaded.spec.decoder_start_id, dtype=np.int64)
-    for _ in range(20):
-        log_probs, past = model.step(tokens, mask, past, cross)
-        log_probs[:, loaded.spec.eos_id] = -np.inf
-        tokens = log_probs.argmax(axis=1)[:, None]
-    keep = np.arange(0, 16, 2)
 
-    def drop() -> tuple[list[Any], list[Any]]:
-        return [array[keep] for array in past], [array[keep] for array in cross]
+# --- the run --------------------------------------------------------------------------------------------------
 
-    kept_past, kept_cross = drop()
+
+def measure_bandwidth(threads: int, setups: list[Setup]) -> dict[str, float]:
+    steps = {setup.key: bandwidth.decoder_step_weight_bytes(setup.bundle_dir / "decoder.onnx") for setup in setups}
+    largest = max(step["total"] for step in steps.values())
+    dram_buffer = bandwidth.default_buffer_bytes()
     return {
-        "step16_ms": 1000 * _timed(lambda: model.step(tokens, mask, past, cross), repeats * 3),
-        "step8_ms": 1000 * _timed(lambda: model.step(tokens[keep], mask[keep], kept_past, kept_cross), repeats * 3),
-        "drop_copy_ms": 1000 * _timed(drop, repeats * 3),
+        "threads": threads,
+        "dram_buffer_bytes": dram_buffer,
+        "dram_bytes_per_s": bandwidth.read_bandwidth(threads, dram_buffer),
+        "weights_buffer_bytes": largest,
+        "weights_bytes_per_s": bandwidth.read_bandwidth(threads, largest),
+        "last_level_cache_bytes": bandwidth.last_level_cache_bytes() or 0,
     }
 
 
-def measure_transformers(work_dir: Path, threads: int, repeats: int) -> dict[str, Any]:
-    """transformers FP32 ``generate`` on the same checkpoint, the same sentences and the same forced length."""
-    began = time.perf_counter()
+def measure_workload(setup: Setup, threads: int, sentences: list[str]) -> dict[str, Any]:
+    job = {
+        "bundle_dir": str(setup.bundle_dir),
+        "threads": threads,
+        "sentences": sentences,
+        "request_texts": REQUEST_TEXTS,
+    }
+    return run_process("bench.workload", job)
+
+
+def environment() -> dict[str, str]:
+    import ctranslate2
+    import numpy
+    import onnxruntime
     import torch
-    from transformers import MarianMTModel, MarianTokenizer
+    import transformers
 
-    imported = time.perf_counter()
-    torch.set_num_threads(threads)
-    model = MarianMTModel.from_pretrained(str(work_dir / CHECKPOINT)).eval()
-    tokenizer = MarianTokenizer.from_pretrained(str(work_dir / CHECKPOINT))
-    loaded = time.perf_counter()
-    sentences = bench_sentences()
-    settings = {
-        "do_sample": False,
-        "max_new_tokens": FORCED_TOKENS,
-        "min_new_tokens": FORCED_TOKENS,
-        "forced_eos_token_id": None,  # FORCED_TOKENS real tokens, like the runtime's run
+    model = platform.processor() or "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "CPU": model,
+        "cores": f"{usable} usable ({os.cpu_count()} online)",
+        "last-level cache": f"{(bandwidth.last_level_cache_bytes() or 0) / 2**20:.0f} MiB",
+        "Python": platform.python_version(),
+        "onnxruntime": onnxruntime.__version__,
+        "ctranslate2": ctranslate2.__version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "numpy": numpy.__version__,
+        "system": platform.platform(),
     }
 
-    def generate(batch_size: int, beams: int = 1) -> None:
-        inputs = tokenizer(sentences[:batch_size], return_tensors="pt", padding=True)
-        with torch.inference_mode():
-            output = model.generate(**inputs, num_beams=beams, **settings)
-        assert output.shape[1] == FORCED_TOKENS + 1
 
-    generate(1)  # warm-up
-    warmed = time.perf_counter()
-    result: dict[str, Any] = {
-        "import_s": imported - began,
-        "load_s": loaded - imported,
-        "warmup_s": warmed - loaded,
-        "cold_start_s": warmed - began,
-    }
-    for batch_size in BATCH_SIZES:
-        seconds = _timed(lambda batch_size=batch_size: generate(batch_size), repeats)
-        result[f"batch{batch_size}_tokens_per_s"] = batch_size * FORCED_TOKENS / seconds
-    result["beam4_batch1_s"] = _timed(lambda: generate(1, BEAM_SIZE), repeats)
-    result["peak_rss_mb"] = peak_rss_mb()
-    return result
+def command_line(argv: list[str] | None) -> str:
+    args = sys.argv[1:] if argv is None else argv
+    command = "python -m bench.runtime_bench" + ("" if not args else " " + shlex.join(args))
+    if os.environ.get("MAKELEVEL"):
+        command = "make bench" + (f" BENCH_ARGS={shlex.quote(shlex.join(args))}" if args else "") + f"  ({command})"
+    return command
 
 
-def run_child(args: list[str]) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.runtime_bench", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if completed.returncode != 0:
-        raise RuntimeError(f"benchmark process {args} failed:\n{completed.stderr}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+def load_average() -> str:
+    try:
+        return " / ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
-# --- report ---------------------------------------------------------------------------------------------------
+# --- the document ---------------------------------------------------------------------------------------------
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def report(sizes: dict[str, Any], engines: dict[str, dict[str, Any]], threads: int) -> str:
-    fp32, int8 = sizes["fp32_graph_bytes"], sizes["int8_graph_bytes"]
-    share = int8 / fp32
-    ours = engines["runtime (spinning off)"]
-    reference = engines["transformers FP32"]
-    speedup = ours["batch16_tokens_per_s"] / reference["batch16_tokens_per_s"]
+def _workload_lines(workloads: dict[str, dict[str, Any]], titles: dict[str, str]) -> list[str]:
     lines = [
-        f"random Marian, opus-mt-zh-en shape; {threads} intra-op threads; {FORCED_TOKENS} forced output tokens; "
-        f"{ours['source_tokens']:.1f} source tokens per sentence on average",
-        "",
-        f"graphs on disk: FP32 {fp32 / 1e6:,.1f} MB, INT8 {int8 / 1e6:,.1f} MB = {share:.1%} of FP32 "
-        f"(target <= {TARGETS['int8_share_of_fp32']:.0%}): {_verdict(share <= TARGETS['int8_share_of_fp32'])}",
-        f"(the FP32 graphs hold the tied embedding three times; the PyTorch checkpoint's weights are "
-        f"{sizes['checkpoint_bytes'] / 1e6:,.1f} MB, INT8 graphs = {int8 / sizes['checkpoint_bytes']:.1%} of that; "
-        f"whole INT8 bundle {sizes['bundle_bytes'] / 1e6:,.1f} MB)",
-        f"verification figures of the random model: {sizes['verification']}",
-        "",
-        f"{'engine':<26}{'import s':>9}{'load s':>8}{'warm s':>8}{'cold s':>8}{'b1 tok/s':>10}{'b16 tok/s':>11}"
-        f"{'beam4 b1 s':>11}{'RSS MB':>8}",
+        "| model (this runtime, 2 threads) | sentences | characters | seconds | characters/s | peak RSS |",
+        "|---|---|---|---|---|---|",
     ]
-    for name, figures in engines.items():
+    for key, figures in workloads.items():
         lines.append(
-            f"{name:<26}{figures['import_s']:>9.2f}{figures['load_s']:>8.2f}{figures['warmup_s']:>8.2f}"
-            f"{figures['cold_start_s']:>8.2f}{figures['batch1_tokens_per_s']:>10.1f}"
-            f"{figures['batch16_tokens_per_s']:>11.1f}{figures['beam4_batch1_s']:>11.2f}{figures['peak_rss_mb']:>8.0f}"
+            f"| {titles[key]} | {figures['sentences']} | {figures['characters']:,} | {figures['seconds']:.1f} | "
+            f"{figures['chars_per_s']:,.1f} | {figures['peak_rss_mb']:,.0f} MB |"
         )
-    lines += [
+    return lines
+
+
+def _cost_lines(workloads: dict[str, dict[str, Any]], titles: dict[str, str]) -> list[str]:
+    lines = ["| where | " + " | ".join(titles[key] for key in workloads) + " |", "|---|" + "---|" * len(workloads)]
+    rows: dict[str, list[str]] = {}
+    hows: list[str] = []
+    for key, figures in workloads.items():
+        per_request = figures["characters"] / max(1, -(-figures["sentences"] // REQUEST_TEXTS))
+        for entry in cost.serverless_costs(figures["chars_per_s"], per_request):
+            rows.setdefault(entry.where, []).append(
+                f"${entry.usd_per_million_chars:,.2f} ({entry.chars_per_s:,.0f} chars/s)"
+            )
+            hows.append(f"- {titles[key]}, {entry.where}: {entry.how}")
+    for where, cells in rows.items():
+        lines.append(f"| {where} | " + " | ".join(cells) + " |")
+    for api in cost.HOSTED_APIS:
+        lines.append(f"| {api.what} | " + " | ".join(f"${api.usd:,.2f} (list price)" for _ in workloads) + " |")
+    return lines + ["", "How each was computed:", "", *hows]
+
+
+def document(
+    results: list[SetupResult],
+    sizes: dict[str, Any] | None,
+    band: dict[str, float],
+    workloads: dict[str, dict[str, Any]],
+    env: dict[str, str],
+    command: str,
+    started: datetime.datetime,
+    seconds: float,
+    loads: tuple[str, str],
+    quick: bool,
+) -> str:
+    workload = results[0].workload
+    lines = [
+        "# Benchmarks" + (" (quick mode: a smoke test, not figures to quote)" if quick else ""),
         "",
-        f"batch-16 speed vs transformers FP32: {speedup:.2f}x (target >= {TARGETS['speedup_batch16']:.0f}x): "
-        f"{_verdict(speedup >= TARGETS['speedup_batch16'])}",
-        f"batch-1 speed vs transformers FP32: {ours['batch1_tokens_per_s'] / reference['batch1_tokens_per_s']:.2f}x",
-        f"peak RSS of the runtime: {ours['peak_rss_mb']:.0f} MB (target <= {TARGETS['peak_rss_mb']:.0f} MB): "
-        f"{_verdict(ours['peak_rss_mb'] <= TARGETS['peak_rss_mb'])}; transformers: {reference['peak_rss_mb']:.0f} MB",
-        f"cold start: runtime {ours['cold_start_s']:.2f} s vs transformers {reference['cold_start_s']:.2f} s",
+        f"Written by `{command}` on {started:%Y-%m-%d %H:%M} UTC in {seconds / 60:.1f} minutes. Do not edit by hand:"
+        " run `make bench` again.",
+        "",
+        "## Environment",
+        "",
+        *[f"- {name}: {value}" for name, value in env.items()],
+        f"- load average (1 / 5 / 15 min) at the start: {loads[0]}; at the end: {loads[1]} (a shared machine: "
+        "the engines run interleaved, so that noise falls on all of them; compare the ratios)",
+        "",
+        "## How it is measured",
+        "",
+        f"- Every engine on {workload.batch_size} sentences of the repository's dev set (12–40 characters), the "
+        f"same token ids for all (this runtime's tokenizer of the bundle), exactly {workload.forced_tokens} output "
+        "tokens per hypothesis (end of sentence banned before, length capped there), no repetition guard, "
+        "threads: 2 intra-op, 1 inter-op (CTranslate2 `intra_threads=2, inter_threads=1`, int8; transformers "
+        "`torch.set_num_threads(2)`, FP32 `generate`; this runtime `TRANSLATE_THREADS=2`).",
+        f"- Each engine in fresh processes (`bench.engines`), {results[0].rounds} round(s), the engine order rotated "
+        "every round; a cell is the median over the processes, (min–max) in brackets.",
+        "- Cold start: from the parent's clock just before it starts the process to the first translation done "
+        "(text in, text out with the engine's own tokenizer, beam 4, the forced length): interpreter start, "
+        "imports, loading, this runtime's warm-up and hash checks included. RSS after load: the process's own "
+        "`VmRSS` right then; peak RSS: its own `VmHWM` at the end (after the batch beam-4 runs).",
+        f"- Batch-1 latency: the median over {workload.batch1_sentences} sentence(s) × {workload.repeats} "
+        f"repeat(s) after one untimed call; batch-{workload.batch_size} tokens/s: {workload.batch_size} × "
+        f"{workload.forced_tokens} output tokens ÷ the median of {workload.repeats} call(s) after an untimed one.",
+        "- Model files on disk: every file of the folder the engine loads (this runtime: the bundle; "
+        "CTranslate2: `model.bin`, its vocabulary, config and the two SentencePiece models; transformers: the "
+        "checkpoint folder).",
+        "",
     ]
-    lines.append(
-        f"finished rows: a step of 16 rows {ours['step16_ms']:.1f} ms (masking) vs 8 rows {ours['step8_ms']:.1f} ms "
-        f"after a one-off {ours['drop_copy_ms']:.1f} ms copy (dropping, what the runtime does)"
-    )
-    spinning = engines["runtime (spinning on)"]
-    verdicts = []
-    for batch_size in BATCH_SIZES:
-        off, on = ours[f"batch{batch_size}_tokens_per_s"], spinning[f"batch{batch_size}_tokens_per_s"]
-        faster = "off" if off >= on else "on"
-        verdicts.append(f"batch-{batch_size} {off:.1f} (off) vs {on:.1f} (on) tok/s: faster {faster}")
-    lines.append(f"thread spinning: {'; '.join(verdicts)}")
+    if sizes is not None:
+        fp32, int8 = sizes.get("fp32_graph_bytes"), sizes.get("int8_graph_bytes")
+        if fp32 and int8:
+            lines += [
+                f"The opus-mt-sized bundle: INT8 graphs {int8 / 1e6:,.1f} MB, {int8 / fp32:.1%} of the FP32 graphs "
+                f"({fp32 / 1e6:,.1f} MB); the PyTorch checkpoint's weights {sizes['checkpoint_bytes'] / 1e6:,.1f} MB; "
+                f"verification figures of `build.export`: {sizes['verification']}.",
+                "",
+            ]
+    for result in results:
+        lines += [
+            f"## {result.setup.title}",
+            "",
+            *[f"- {note}" for note in result.setup.notes],
+            f"- {result.source_tokens:.1f} source tokens per sentence on average",
+            "",
+        ]
+        lines += report.side_by_side_table(result)
+        if "decoder_step_bytes" in result.extra:
+            lines += ["", "Bandwidth bound at batch 1:", "", *report.bandwidth_table(result, band)]
+        lines.append("")
+    lines += [
+        "## Memory read bandwidth",
+        "",
+        f"- {band['threads']} threads reading a {band['dram_buffer_bytes'] / 2**20:,.0f} MiB float32 buffer "
+        f"(`numpy.max`, one half per thread, best of 5 passes; the last-level cache is "
+        f"{band['last_level_cache_bytes'] / 2**20:,.0f} MiB): **{band['dram_bytes_per_s'] / 1e9:,.1f} GB/s**, "
+        "the figure the bounds above use",
+        "- the same over a buffer the size of the largest decoder's weights "
+        f"({band['weights_buffer_bytes'] / 1e6:,.1f} MB, part of it cache-resident): "
+        f"{band['weights_bytes_per_s'] / 1e9:,.1f} GB/s. "
+        "A share above 100 % means that engine reads part of the weights from the cache, faster than memory.",
+        "",
+    ]
+    titles = {result.setup.key: result.setup.title for result in results}
+    if workloads:
+        lines += [
+            "## What a user pays",
+            "",
+            "Characters/s of news-length Chinese sentences from `data/corpus/dev.zh-en.tsv.gz` (30–120 "
+            f"characters) sent in requests of {REQUEST_TEXTS} texts through `handler.service.TranslationService` "
+            "with its default options (beam 4, repetition guard, protected spans) and its own batching, 2 threads, "
+            "one fresh process per model (`bench.workload`). The random opus-mt-sized model never ends a sentence "
+            "early, so it decodes to the length limit: more work per character than a trained model of that size.",
+            "",
+            *_workload_lines(workloads, titles),
+            "",
+            "Cost per million source characters (compute only; free tiers, idle instances and data transfer "
+            "not counted):",
+            "",
+            *_cost_lines(workloads, titles),
+            "",
+            "Assumptions:",
+            "",
+            f"- A {cost.LAMBDA_MB} MB Lambda function gets {cost.lambda_vcpus():.2f} vCPU (AWS allots 1 vCPU per "
+            f'{cost.LAMBDA_MB_PER_VCPU:,} MB, AWS Lambda documentation, "Memory and computing power"); the '
+            f"measured 2-thread speed is scaled by {cost.lambda_vcpus():.3f} / 2, linearly in CPU: pessimistic, as "
+            "two threads are less than twice one, so the Lambda figures are upper estimates.",
+            f"- Cloud Run: {cost.CLOUD_RUN_VCPUS} vCPU and {cost.CLOUD_RUN_GIB:g} GiB per instance, request-based "
+            "billing, one request at a time; the measured speed as is.",
+            "",
+            "Prices:",
+            "",
+            *cost.price_lines(),
+            "",
+        ]
+    if not quick:
+        lines += ["![This runtime vs CTranslate2](benchmarks.png)", ""]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.runtime_bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=4, help="fresh processes per engine (default 4)")
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads for every engine (default 2)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per measurement; the median counts")
-    parser.add_argument("--rebuild", action="store_true", help="rebuild the cached checkpoint and bundle")
-    parser.add_argument(
-        "--work-dir", type=Path, default=BENCH_DIR, help=f"where checkpoint/ and bundle/ are kept (default {BENCH_DIR})"
-    )
-    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=FULL.repeats, help="timed calls per figure in a process")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the cached checkpoints, bundle, conversions")
+    parser.add_argument("--quick", action="store_true", help="smoke test: default model, one short round")
+    parser.add_argument("--out", type=Path, help=f"the Markdown to write (default {DOCS_OUT}; quick: {QUICK_OUT})")
+    parser.add_argument("--csanmt-bundle", type=Path, help="also measure this full-size CSANMT bundle (runtime only)")
+    parser.add_argument("--csanmt-build", action="store_true", help="build the full-size random CSANMT and measure it")
+    parser.add_argument("--figures-json", type=Path, help="also write every engine's medians as JSON here")
+    parser.add_argument("--work-dir", type=Path, default=BENCH_DIR, help=f"model cache (default {BENCH_DIR})")
     args = parser.parse_args(argv)
-    if args.child:
-        engine, *rest = args.child
-        if engine == "runtime":
-            figures = measure_runtime(args.work_dir, args.threads, rest == ["spinning"], args.repeats)
-        else:
-            figures = measure_transformers(args.work_dir, args.threads, args.repeats)
-        print(json.dumps(figures))
-        return 0
-    sizes = build_bundle(args.work_dir, args.rebuild)
-    common = ["--threads", str(args.threads), "--repeats", str(args.repeats), "--work-dir", str(args.work_dir)]
-    engines: dict[str, dict[str, Any]] = {}
-    for name, child in (
-        ("runtime (spinning off)", ["runtime"]),
-        ("runtime (spinning on)", ["runtime", "spinning"]),
-        ("transformers FP32", ["transformers"]),
-    ):
-        print(f"measuring {name}", flush=True)
-        engines[name] = run_child([*common, "--child", *child])
+    started, began = datetime.datetime.now(datetime.UTC), time.perf_counter()
+    command, start_load = command_line(argv), load_average()
+    workload = QUICK if args.quick else replace(FULL, repeats=args.repeats)
+    rounds = 1 if args.quick else args.rounds
+    out = args.out or (QUICK_OUT if args.quick else DOCS_OUT)
+
+    setups: list[Setup] = []
+    sizes = None
+    if not args.quick:
+        opus, sizes = opus_mt_setup(args.work_dir, args.rebuild)
+        setups.append(opus)
+    setups.append(default_setup(args.work_dir, args.rebuild))
+    csanmt = csanmt_setup(args.work_dir, args.csanmt_bundle, args.csanmt_build)
+    if csanmt is not None:
+        setups.append(csanmt)
+    print(f"measuring the memory read bandwidth on {args.threads} threads", flush=True)
+    band = measure_bandwidth(args.threads, setups)
+
+    results = []
+    for setup in setups:
+        print(f"measuring {setup.title}", flush=True)
+        result = run_setup(setup, workload, rounds, args.threads, progress=lambda line: print(line, flush=True))
+        result.extra["decoder_step_bytes"] = bandwidth.decoder_step_weight_bytes(setup.bundle_dir / "decoder.onnx")
+        results.append(result)
+
+    from bench.workload import news_sentences
+
+    sentences = news_sentences(WORKLOAD_SENTENCES["quick" if args.quick else "full"])
+    workloads: dict[str, dict[str, Any]] = {}
+    problems = [problem for result in results for problem in missing(result)]
+    for setup in setups[:2] if not args.quick else setups[:1]:
+        print(f"measuring the service's characters/s on {setup.title}", flush=True)
+        try:
+            workloads[setup.key] = measure_workload(setup, args.threads, sentences)
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+            problems.append(f"{setup.key}: the service workload failed: {error}")
+
+    text = document(
+        results,
+        sizes,
+        band,
+        workloads,
+        environment(),
+        command,
+        started,
+        time.perf_counter() - began,
+        (start_load, load_average()),
+        args.quick,
+    )
     print()
-    print(report(sizes, engines, args.threads))
+    print(text)
+    if band["dram_bytes_per_s"] <= 0:
+        problems.append("the memory read bandwidth could not be measured")
+    if problems:
+        print(f"\nFAILED: {len(problems)} figure(s) could not be measured; nothing was written:", file=sys.stderr)
+        for problem in problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    if not args.quick:
+        report.chart(results, out.with_suffix(".png"))
+    print(f"\nwrote {out}" + ("" if args.quick else f" and {out.with_suffix('.png')}"))
+    medians = {
+        result.setup.key: {
+            engine: {name: spread.median for name, spread in figures.items()}
+            for engine, figures in summarise(result).items()
+        }
+        for result in results
+    }
+    medians["workload"] = workloads
+    medians["bandwidth"] = band
+    if args.figures_json is not None:
+        args.figures_json.write_text(json.dumps(medians, indent=1), encoding="utf-8")
     return 0
 
 
