@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote_plus, urlencode
 
+from handler.access_log import configure_logging
 from handler.bulk import handle_object_event
 from handler.errors import InvalidRequestError
 from handler.http_api import HttpApi, HttpRequest, HttpResponse, response_for_error
@@ -131,7 +132,7 @@ def _v1_request(event: Mapping[str, Any]) -> HttpRequest:
     }
     if query:  # the drop-in APIs read GET parameters from the query string
         path += "?" + urlencode([(name, value) for name, values in query.items() for value in values or []])
-    return HttpRequest.create(str(event["httpMethod"]), path, pairs, _body(event))
+    return HttpRequest.create(str(event["httpMethod"]), path, pairs, _body(event), _platform_id(event))
 
 
 # --- HTTP API (payload format 2.0) and Function URLs --------------------------------------------------------
@@ -145,7 +146,14 @@ def _v2_request(event: Mapping[str, Any]) -> HttpRequest:
             path = path[len(prefix) :] or "/"
     if event.get("rawQueryString"):  # the drop-in APIs read GET parameters from the query string
         path += "?" + str(event["rawQueryString"])
-    return HttpRequest.create(str(context["http"]["method"]), path, event.get("headers") or {}, _body(event))
+    headers = event.get("headers") or {}
+    return HttpRequest.create(str(context["http"]["method"]), path, headers, _body(event), _platform_id(event))
+
+
+def _platform_id(event: Mapping[str, Any]) -> str | None:
+    """API Gateway's and Function URLs' id of the request (the access log's request id without X-Request-Id)."""
+    request_id = (event.get("requestContext") or {}).get("requestId")
+    return str(request_id) if request_id else None
 
 
 def _proxy_response(response: HttpResponse) -> dict[str, Any]:
@@ -168,6 +176,7 @@ def _body(event: Mapping[str, Any]) -> bytes:
 
 
 # --- the entry point ----------------------------------------------------------------------------------------
+configure_logging()  # the Lambda runtime formats the records (JSON with AWS_LAMBDA_LOG_FORMAT=JSON)
 _ADAPTER = LambdaAdapter(start())
 
 

@@ -29,6 +29,7 @@ import flask
 import functions_framework
 from cloudevents.http.event import CloudEvent
 
+from handler.access_log import configure_logging
 from handler.bulk import BulkError, handle_object_event
 from handler.http_api import HttpApi, HttpRequest
 from handler.object_store import GcsStore, ObjectRef
@@ -92,6 +93,7 @@ def _path_and_query(request: flask.Request) -> str:
     return f"{request.path}?{query}" if query else request.path
 
 
+configure_logging()  # JSON lines on stderr, which Cloud Logging reads as structured entries
 _ADAPTER = GcpAdapter(start())
 
 

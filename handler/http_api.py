@@ -8,11 +8,20 @@ An adapter turns its platform's request into an ``HttpRequest``, calls ``HttpApi
                      with ``model``, ``bundle_hash`` and ``elapsed_ms``; ``"spans": true`` adds ``spans``, each
                      translation's protected spans and glossary hits (``kind``, ``source``, ``target``).
 ``GET /``            the two-pane web page (``handler/web/index.html``) with the limits injected.
-``GET /healthz``     model name, bundle hash, warm state, cold-start timings and limits (503 while unavailable).
+``GET /healthz``     model name, bundle hash, warm state, cold-start timings, limits and whether an API key is
+                     required (503 while unavailable).
+``GET /openapi.json`` the OpenAPI 3.1 description of every route, this one and the drop-in APIs' included
+                     (``handler.openapi``).
 
 Every error is ``{"error": {"code": "...", "message": "..."}}``; this module is the only place that maps the
 ``handler.errors`` hierarchy to HTTP statuses. Unexpected exceptions are logged with their traceback and answered
 500 with a message that holds no internals.
+
+With API keys configured (``handler.api_keys``), ``POST /translate`` without a valid key is answered 401 with a
+``WWW-Authenticate`` header; the page, ``/healthz``, ``/openapi.json`` and CORS preflights stay open (they carry no
+translation and no secret, and a browser, a load balancer's health check or a client generator must reach them
+without one). Every request gets an id (``X-Request-Id``) and one JSON access line (``handler.access_log``); every
+response carries the security headers of ``SECURITY_HEADERS`` (the page more, ``PAGE_SECURITY_HEADERS``).
 """
 
 from __future__ import annotations
@@ -29,7 +38,16 @@ from email.message import Message
 from pathlib import Path
 from typing import Any
 
-from handler.config import ENV_MAX_CHARS, MAX_BEAM_SIZE
+from handler.access_log import (
+    REQUEST_ID_HEADER,
+    UNKNOWN_ROUTE,
+    current_request_id,
+    log_access,
+    logged_body,
+    request_id_for,
+)
+from handler.api_keys import ApiKeys, presented_key
+from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS, MAX_BEAM_SIZE
 from handler.errors import (
     ConfigurationError,
     DeadlineExceededError,
@@ -59,6 +77,7 @@ class HttpRequest:
     path: str
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
+    platform_request_id: str | None = None  # the platform's id of the request (Lambda's requestContext.requestId)
 
     @classmethod
     def create(
@@ -67,6 +86,7 @@ class HttpRequest:
         path: str,
         headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
         body: bytes | None = None,
+        platform_request_id: str | None = None,
     ) -> HttpRequest:
         """Normalise: upper-case method, lower-case header names (repeated headers joined with ", ")."""
         pairs = headers.items() if isinstance(headers, Mapping) else headers
@@ -74,7 +94,7 @@ class HttpRequest:
         for name, value in pairs:
             key = name.lower()
             merged[key] = f"{merged[key]}, {value}" if key in merged else str(value)
-        return cls(method=method.upper(), path=path or "/", headers=merged, body=body or b"")
+        return cls(method.upper(), path or "/", merged, body or b"", platform_request_id)
 
 
 @dataclass(frozen=True)
@@ -112,6 +132,11 @@ class UnsupportedMediaTypeError(HttpError):
     code = "unsupported_media_type"
 
 
+class UnauthorizedError(HttpError):
+    status = 401
+    code = "unauthorized"
+
+
 # most specific first: BundleError is a ModelUnavailableError
 STATUS_BY_ERROR: tuple[tuple[type[TranslatorError], int], ...] = (
     (InvalidRequestError, 400),
@@ -128,8 +153,26 @@ INTERNAL_ERROR_MESSAGE = "internal error while translating; the function's log h
 ROUTES: dict[str, tuple[str, ...]] = {
     "/": ("GET", "HEAD"),
     "/healthz": ("GET", "HEAD"),
+    "/openapi.json": ("GET", "HEAD"),
     "/translate": ("POST", "OPTIONS"),
 }
+
+# on every response (setdefault: a route's own value wins): what a scanner expects of an API
+SECURITY_HEADERS: dict[str, str] = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+}
+# on the page, besides its own Content-Security-Policy (script hashes) and SECURITY_HEADERS
+PAGE_SECURITY_HEADERS: dict[str, str] = {
+    "Cache-Control": "no-cache",
+    "Permissions-Policy": "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), "
+    "microphone=(), payment=(), usb=()",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+HSTS = "max-age=31536000"  # only on requests that arrived over HTTPS (X-Forwarded-Proto: https)
 
 
 def status_for(error: TranslatorError) -> int:
@@ -143,39 +186,86 @@ class HttpApi:
     """Routes requests to the translation service; built once per cold start from a ``Startup``."""
 
     def __init__(self, startup: Startup) -> None:
-        from handler.compat import CompatApis  # here, not at the top: the drop-in APIs build on this module's types
+        # here, not at the top: the drop-in APIs build on this module's types
+        from handler.compat import CompatApis
+        from handler.openapi import build_document
 
         self.startup = startup
         self.config = startup.config
+        self.keys = ApiKeys.of(startup.config.api_keys)
         self.compat = CompatApis(startup)  # LibreTranslate and DeepL routes, answered in their own shapes
+        self.known_routes = frozenset((*ROUTES, *self.compat.routes()))
         info = startup.service.info() if startup.service is not None else {}
         self._model = info.get("model")
         self._bundle_hash = info.get("bundle_hash")
-        self._page = _render_page(startup)
+        self._page = _render_page(startup, self.keys.required)
         self._page_csp = _page_security_policy(self._page)
+        self._openapi = json.dumps(build_document(self.config), ensure_ascii=False).encode("utf-8")
         # JSON escapes a character in at most 6 bytes ("\u4f60"); the margin covers keys, options and a batch
         self.max_body_bytes = 6 * self.config.max_chars + 64 * self.config.max_texts + 65_536
 
     # --- entry point --------------------------------------------------------------------------------------
     def handle(self, request: HttpRequest) -> HttpResponse:
+        began = time.perf_counter()
+        request_id = request_id_for(request.headers, request.platform_request_id)
+        token = current_request_id.set(request_id)
         try:
-            response = self._route(request)
+            response, error_code = self._answer(request)
+            response.headers.update(self._cors_headers(request))
+            for name, value in SECURITY_HEADERS.items():
+                response.headers.setdefault(name, value)
+            if request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower() == "https":
+                response.headers.setdefault("Strict-Transport-Security", HSTS)
+            response.headers[REQUEST_ID_HEADER] = request_id
+            if request.method == "HEAD":
+                response = HttpResponse(response.status, response.headers, b"")
+            self._log(request, response, error_code, began)
+        finally:
+            current_request_id.reset(token)
+        return response
+
+    def _answer(self, request: HttpRequest) -> tuple[HttpResponse, str | None]:
+        """The response and, for this API's own errors, their code."""
+        try:
+            return self._route(request), None
         except HttpError as error:
-            response = _error_response(error.status, error.code, str(error))
+            response = error_response(error.status, error.code, str(error))
             if isinstance(error, MethodNotAllowedError):
                 response.headers["Allow"] = ", ".join(error.allowed)
+            if isinstance(error, UnauthorizedError):
+                response.headers["WWW-Authenticate"] = self.keys.www_authenticate()
+            return response, error.code
         except TranslatorError as error:
+            route = self._route_name(request)
             if status_for(error) >= 500:
-                logger.error("%s %s failed: %s: %s", request.method, request.path, type(error).__name__, error)
-            response = response_for_error(error)
+                logger.error("%s %s failed: %s: %s", request.method, route, type(error).__name__, error)
+            return response_for_error(error), error.code
         except Exception:
-            logger.exception("%s %s failed with an unexpected error", request.method, request.path)
-            response = _error_response(500, "internal_error", INTERNAL_ERROR_MESSAGE)
-        response.headers.update(self._cors_headers(request))
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        if request.method == "HEAD":
-            response = HttpResponse(response.status, response.headers, b"")
-        return response
+            logger.exception("%s %s failed with an unexpected error", request.method, self._route_name(request))
+            return error_response(500, "internal_error", INTERNAL_ERROR_MESSAGE), "internal_error"
+
+    def _route_name(self, request: HttpRequest) -> str:
+        """The route for logs: a known path, else a placeholder (a path or a query string may hold text)."""
+        path = _normalise_path(request.path)
+        return path if path in self.known_routes else UNKNOWN_ROUTE
+
+    def _log(self, request: HttpRequest, response: HttpResponse, error_code: str | None, began: float) -> None:
+        fields: dict[str, object] = {
+            "method": request.method,
+            "route": self._route_name(request),
+            "status": response.status,
+            "request_bytes": len(request.body),
+            "response_bytes": len(response.body),
+            "duration_ms": round((time.perf_counter() - began) * 1000, 2),
+        }
+        if error_code is not None:
+            fields["error_code"] = error_code
+        if self.config.log_text:  # TRANSLATE_LOG_TEXT=1: debugging only, the texts go to the log
+            fields["query"] = request.path.partition("?")[2]
+            fields["request_body"] = logged_body(request.body)
+            if not response.headers.get("Content-Type", "").startswith("text/html"):
+                fields["response_body"] = logged_body(response.body)
+        log_access(fields)
 
     def _route(self, request: HttpRequest) -> HttpResponse:
         path = _normalise_path(request.path)
@@ -193,20 +283,34 @@ class HttpApi:
             return self._page_response()
         if path == "/healthz":
             return self._health()
+        if path == "/openapi.json":
+            headers = {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-cache"}
+            return HttpResponse(200, headers, self._openapi)
+        self._require_key(request)
         return self._translate(request)
+
+    def _require_key(self, request: HttpRequest) -> None:
+        if self.keys.accepts(presented_key(request.headers)):
+            return
+        given = presented_key(request.headers) is not None
+        raise UnauthorizedError(
+            ("the API key is not valid" if given else "an API key is required")
+            + f": send it as 'X-API-Key: KEY' or 'Authorization: Bearer KEY' (the keys are {ENV_API_KEYS} / "
+            f"{ENV_API_KEYS_FILE}; ask the operator for one)"
+        )
 
     # --- routes -------------------------------------------------------------------------------------------
     def _page_response(self) -> HttpResponse:
         headers = {
             "Content-Type": "text/html; charset=utf-8",
-            "Cache-Control": "no-cache",
             "Content-Security-Policy": self._page_csp,
-            "Referrer-Policy": "no-referrer",
+            **PAGE_SECURITY_HEADERS,
         }
         return HttpResponse(200, headers, self._page)
 
     def _health(self) -> HttpResponse:
         report = self.startup.health()
+        report["api_key_required"] = self.keys.required  # whether, never which
         return _json_response(200 if self.startup.service is not None else 503, report)
 
     def _translate(self, request: HttpRequest) -> HttpResponse:
@@ -273,8 +377,11 @@ class HttpApi:
             headers["Vary"] = "Origin"
         if request.method == "OPTIONS":
             headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"  # GET: /languages, /v2/usage, ...
-            headers["Access-Control-Allow-Headers"] = "Content-Type, Authorization"  # DeepL clients send a key
+            # Authorization: Bearer or DeepL-Auth-Key; X-API-Key: handler.api_keys; X-Request-Id: the caller's id
+            headers["Access-Control-Allow-Headers"] = "Content-Type, Authorization, X-API-Key, X-Request-Id"
             headers["Access-Control-Max-Age"] = "600"
+        else:
+            headers["Access-Control-Expose-Headers"] = REQUEST_ID_HEADER
         return headers
 
 
@@ -368,17 +475,18 @@ def _json_response(status: int, payload: Mapping[str, Any]) -> HttpResponse:
     return HttpResponse(status, {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"}, body)
 
 
-def _error_response(status: int, code: str, message: str) -> HttpResponse:
+def error_response(status: int, code: str, message: str) -> HttpResponse:
+    """This API's error body, ``{"error": {"code", "message"}}``."""
     return _json_response(status, {"error": {"code": code, "message": message}})
 
 
 def response_for_error(error: TranslatorError) -> HttpResponse:
     """The JSON error response for one of our errors, with the status ``STATUS_BY_ERROR`` gives it."""
-    return _error_response(status_for(error), error.code, str(error))
+    return error_response(status_for(error), error.code, str(error))
 
 
 # --- the web page -----------------------------------------------------------------------------------------
-def _render_page(startup: Startup) -> bytes:
+def _render_page(startup: Startup, key_required: bool) -> bytes:
     """The page with the server's limits injected, so its counter warns before the server refuses."""
     config = startup.config
     page_config = {
@@ -388,6 +496,7 @@ def _render_page(startup: Startup) -> bytes:
         "maxBeamSize": MAX_BEAM_SIZE,
         "maxCharsVariable": ENV_MAX_CHARS,
         "available": startup.service is not None,
+        "keyRequired": key_required,
         "error": None if startup.error is None else str(startup.error),
     }
     # safe inside <script type="application/json">: no "<" can close the element

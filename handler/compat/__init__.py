@@ -24,6 +24,10 @@ class CompatApis:
         self.libretranslate = LibreTranslateApi(startup)
         self.deepl = DeepLApi(startup)
 
+    def routes(self) -> tuple[str, ...]:
+        """Every path the drop-in APIs answer."""
+        return (*self.deepl.routes, *self.libretranslate.routes)
+
     def handle(self, path: str, request: HttpRequest) -> HttpResponse | None:
         """The response when ``path`` (normalised, no query) belongs to a drop-in API; None otherwise."""
         for api in (self.deepl, self.libretranslate):

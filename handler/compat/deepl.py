@@ -11,10 +11,11 @@ form body):
 ``GET /v2/usage``       characters translated through this API by this instance since its cold start, and a limit
                         that is never reached (the function has no quota)
 
-Authentication is DeepL's ``Authorization: DeepL-Auth-Key KEY`` header (or the legacy ``auth_key`` parameter);
-with ``TRANSLATE_API_KEYS`` set the key must be one of them, otherwise any key passes. Errors are DeepL's
-``{"message": "..."}`` with 400 (bad request, unsupported language), 403 (authorization), 404, 405, 413 (request
-too large), 500 and 503 (the model is unavailable or out of time; DeepL's clients retry 5xx).
+Authentication is DeepL's ``Authorization: DeepL-Auth-Key KEY`` header (or the legacy ``auth_key`` parameter, or
+this server's ``X-API-Key`` / ``Authorization: Bearer``; precedence in ``handler.api_keys``); with keys configured
+(``TRANSLATE_API_KEYS``, ``TRANSLATE_API_KEYS_FILE``) the key must be one of them, otherwise any key passes.
+Errors are DeepL's ``{"message": "..."}`` with 400 (bad request, unsupported language), 403 (authorization), 404,
+405, 413 (request too large), 500 and 503 (the model is unavailable or out of time; DeepL's clients retry 5xx).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import logging
 import threading
 from typing import Any
 
+from handler.api_keys import ApiKeys
 from handler.compat.requests import (
     ApiStatus,
     HttpRequest,
@@ -50,7 +52,6 @@ _SOURCE_VARIANTS = {"ZH": AUTO, "ZH-HANS": SIMPLIFIED, "ZH-HANT": TRADITIONAL}
 _TARGETS = ("EN", "EN-US", "EN-GB")
 CHARACTER_LIMIT = 1_000_000_000_000  # what DeepL reports for accounts without a limit
 MAX_BODY_BYTES = 10 * 1024 * 1024
-AUTH_SCHEME = "deepl-auth-key "
 
 ROUTES: dict[str, tuple[str, ...]] = {
     "/v2/translate": ("POST",),
@@ -72,7 +73,7 @@ _STATUS_BY_CODE = {
 class DeepLApi:
     def __init__(self, startup: Startup) -> None:
         self.startup = startup
-        self.keys = startup.config.api_keys
+        self.keys = ApiKeys.of(startup.config.api_keys)
         self.routes = ROUTES
         self._characters = 0
         self._lock = threading.Lock()
@@ -113,9 +114,7 @@ class DeepLApi:
             )
 
     def _check_key(self, request: HttpRequest, fields: RequestFields) -> None:
-        header = request.headers.get("authorization", "")
-        key = header[len(AUTH_SCHEME) :].strip() if header.lower().startswith(AUTH_SCHEME) else fields.text("auth_key")
-        if not key_is_valid(key, self.keys):
+        if not key_is_valid(request, fields.text("auth_key"), self.keys):
             raise UnauthorizedError(
                 "Authorization failure: send 'Authorization: DeepL-Auth-Key KEY' with one of this server's keys "
                 f"({ENV_API_KEYS})"

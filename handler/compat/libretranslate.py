@@ -12,7 +12,8 @@ Routes (as LibreTranslate serves them; JSON or form-encoded bodies, GET paramete
 ``GET /frontend/settings``  the character limit, whether a key is required, the default languages
 
 Errors are LibreTranslate's: ``{"error": "message"}`` with 400 (bad or too large request, unsupported language),
-403 (missing or invalid ``api_key`` when ``TRANSLATE_API_KEYS`` is set), 404 and 405, 500 (translation failed or
+403 (missing or invalid ``api_key``, or this server's ``X-API-Key`` / ``Authorization: Bearer``, when keys are
+configured: ``handler.api_keys``), 404 and 405, 500 (translation failed or
 the model is unavailable).
 """
 
@@ -23,6 +24,7 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
+from handler.api_keys import ApiKeys
 from handler.compat.requests import (
     FORM_TYPE,
     ApiStatus,
@@ -72,7 +74,7 @@ def _status_for(error: TranslatorError) -> int:
 class LibreTranslateApi:
     def __init__(self, startup: Startup) -> None:
         self.startup = startup
-        self.keys = startup.config.api_keys
+        self.keys = ApiKeys.of(startup.config.api_keys)
         self.routes = ROUTES
 
     def claims(self, path: str, request: HttpRequest) -> bool:
@@ -104,7 +106,7 @@ class LibreTranslateApi:
                 return json_response(200, list(LANGUAGES))
             if path == "/frontend/settings":
                 return json_response(200, self._settings())
-            self._check_key(fields)
+            self._check_key(request, fields)
             if path == "/detect":
                 return json_response(200, self._detect(fields))
             return json_response(200, self._translate(fields))
@@ -124,8 +126,8 @@ class LibreTranslateApi:
         return {
             "charLimit": self.startup.config.max_chars,
             "frontendTimeout": 500,
-            "apiKeys": bool(self.keys),
-            "keyRequired": bool(self.keys),
+            "apiKeys": self.keys.required,
+            "keyRequired": self.keys.required,
             "suggestions": False,
             "filesTranslation": False,
             "supportedFilesFormat": [],
@@ -135,8 +137,8 @@ class LibreTranslateApi:
             },
         }
 
-    def _check_key(self, fields: RequestFields) -> None:
-        if not key_is_valid(fields.text("api_key"), self.keys):
+    def _check_key(self, request: HttpRequest, fields: RequestFields) -> None:
+        if not key_is_valid(request, fields.text("api_key"), self.keys):
             raise UnauthorizedError(
                 "Invalid API key: this server requires an api_key from its list (TRANSLATE_API_KEYS); "
                 "ask the server's operator for one"
@@ -206,6 +208,8 @@ def _alternatives(fields: RequestFields) -> int:
     raw = fields.get("alternatives")
     if raw is None or raw == "":
         return 0
+    if isinstance(raw, (bool, float)):  # int(True) is 1 and int(0.5) is 0, but neither is a count
+        raise ApiStatus(400, f"Invalid request: alternatives must be an integer; got {raw!r}")
     try:
         count = int(raw)
     except (TypeError, ValueError):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from handler.api_keys import ApiKeys, presented_key
 from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError
 from handler.http_api import HttpRequest, HttpResponse, media_type_of
 
@@ -95,13 +95,9 @@ def _form(encoded: str) -> dict[str, Any]:
     return fields
 
 
-def key_is_valid(key: str | None, keys: tuple[str, ...]) -> bool:
-    """Without configured keys every request passes; otherwise ``key`` must be one of them (constant time)."""
-    if not keys:
-        return True
-    if not key:
-        return False
-    return any(hmac.compare_digest(key.encode("utf-8"), allowed.encode("utf-8")) for allowed in keys)
+def key_is_valid(request: HttpRequest, parameter: str | None, keys: ApiKeys) -> bool:
+    """Whether the request's key passes (``handler.api_keys``: X-API-Key, then Authorization, then ``parameter``)."""
+    return keys.accepts(presented_key(request.headers, parameter))
 
 
 def json_response(status: int, payload: Any, headers: Mapping[str, str] | None = None) -> HttpResponse:

@@ -1,0 +1,604 @@
+"""The OpenAPI 3.1 description of the whole HTTP surface, served at ``GET /openapi.json``.
+
+One place for every route and method the function answers (this server's API, the page, the health report, the
+LibreTranslate and DeepL drop-in APIs), each request body and every response status with its schema. Ranges and
+names come from the code (beam sizes, option ranges, formats, Chinese variants, span kinds, error codes), and the
+served document carries the deployment's limits (``TRANSLATE_MAX_CHARS``, ``TRANSLATE_MAX_TEXTS``) and says whether
+an API key is required. ``tests/adapters/test_openapi.py`` fails when a route or method the code answers is
+missing here (or described but not answered). ``python -m handler.openapi`` prints the document.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from handler.config import MAX_BEAM_SIZE, RuntimeConfig
+from handler.errors import InvalidRequestError
+from handler.glossary import MAX_REQUEST_TERMS
+from handler.markup import FORMATS
+from handler.script_conversion import VARIANTS, canonical_variant
+from handler.service import LENGTH_PENALTY_RANGE, MAX_LENGTH_RATIO_RANGE
+from handler.spans import SpanKind
+
+OPENAPI_PATH = "/openapi.json"
+JSON = "application/json"
+FORM = "application/x-www-form-urlencoded"
+
+# every code this server's own error body may carry ({"error": {"code", "message"}})
+ERROR_CODES = (
+    "invalid_request",
+    "unauthorized",
+    "not_found",
+    "method_not_allowed",
+    "request_too_large",
+    "unsupported_media_type",
+    "internal_error",
+    "configuration_error",
+    "model_unavailable",
+    "bundle_invalid",
+    "deadline_exceeded",
+)
+
+
+def _accepted(spelling: str) -> bool:
+    try:
+        canonical_variant(spelling)
+    except InvalidRequestError:
+        return False
+    return True
+
+
+# the spellings of a Chinese variant the service reads (case does not matter to it)
+_SPELLINGS = ("zh", "zh-CN", "zh-SG", "zh-Hans", "zt", "zh-Hant", "zh-TW", "zh-HK", "zh-MO", "auto")
+SOURCE_SPELLINGS = tuple(spelling for spelling in dict.fromkeys((*VARIANTS, *_SPELLINGS)) if _accepted(spelling))
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` or ``null`` (null means the default)."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+_REQUEST_ID_HEADER = {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}}
+
+
+def _response(
+    description: str,
+    schema: dict[str, Any] | None = None,
+    media: str = JSON,
+    headers: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    answer: dict[str, Any] = {"description": description, "headers": {**_REQUEST_ID_HEADER, **(headers or {})}}
+    if schema is not None:
+        answer["content"] = {media: {"schema": schema}}
+    return answer
+
+
+def _own_errors(*statuses: int) -> dict[str, Any]:
+    texts = {
+        400: "malformed JSON, a wrong type, an unknown or out-of-range option",
+        401: "an API key is required (TRANSLATE_API_KEYS / TRANSLATE_API_KEYS_FILE) and none valid was presented",
+        413: "over TRANSLATE_MAX_CHARS or TRANSLATE_MAX_TEXTS, or a body too large for them",
+        415: "the body is not UTF-8 application/json",
+        500: "a bug or a bad setting; details in the function's log, none in the response",
+        503: "the model is unavailable (the message names the file and the fix) or out of time",
+    }
+    answers = {}
+    for status in statuses:
+        extra = {"WWW-Authenticate": {"$ref": "#/components/headers/WwwAuthenticate"}} if status == 401 else {}
+        answers[str(status)] = _response(texts[status], _ref("Error"), headers=extra)
+    return answers
+
+
+def _head_of(get: dict[str, Any], operation_id: str) -> dict[str, Any]:
+    """HEAD answered like GET, without a body."""
+    responses = {
+        status: {key: value for key, value in answer.items() if key != "content"}
+        for status, answer in get["responses"].items()
+    }
+    kept = {key: value for key, value in get.items() if key not in ("responses", "operationId")}
+    return {**kept, "operationId": operation_id, "responses": responses}
+
+
+def _preflight(operation_id: str, tag: str) -> dict[str, Any]:
+    return {
+        "operationId": operation_id,
+        "tags": [tag],
+        "summary": "CORS preflight (Access-Control-* headers only for origins TRANSLATE_CORS_ORIGINS allows)",
+        "responses": {
+            "204": _response(
+                "the methods the route answers, in Allow", headers={"Allow": {"schema": {"type": "string"}}}
+            )
+        },
+    }
+
+
+def _security(required: bool, *schemes: str) -> list[dict[str, list[str]]]:
+    """Which schemes a route takes; without configured keys none is needed (the empty requirement)."""
+    chosen: list[dict[str, list[str]]] = [{scheme: []} for scheme in schemes]
+    return chosen if required else [{}, *chosen]
+
+
+def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
+    """The description; ``config`` supplies the deployment's limits and whether a key is required."""
+    config = config if config is not None else RuntimeConfig()
+    keys_required = bool(config.api_keys)
+    own_security = _security(keys_required, "ApiKeyHeader", "BearerKey")
+    deepl_security = _security(keys_required, "DeepLAuthKey", "ApiKeyHeader", "BearerKey")
+    texts = {"type": "string", "maxLength": config.max_chars}
+
+    translate_get_out = {
+        "operationId": "translate",
+        "tags": ["translate"],
+        "summary": "Translate Chinese to English (this server's API; LibreTranslate's POST /translate shares the path)",
+        "description": (
+            'One text ({"text": ...}) or several ({"texts": [...]}) plus options; the response names the model. '
+            f"At most {config.max_chars:,} characters in all and {config.max_texts} texts. A body with a `q` field "
+            "(and no text/texts) or a form body is LibreTranslate's request, answered in LibreTranslate's shapes."
+        ),
+        "security": own_security,
+        "requestBody": {
+            "required": True,
+            "content": {
+                JSON: {"schema": {"oneOf": [_ref("TranslateRequest"), _ref("LibreTranslateRequest")]}},
+                FORM: {"schema": _ref("LibreTranslateRequestForm")},
+            },
+        },
+        "responses": {
+            "200": _response(
+                "the translation(s)", {"oneOf": [_ref("TranslateResponse"), _ref("LibreTranslateResponse")]}
+            ),
+            "400": _response(
+                "a bad request (LibreTranslate: also too large)",
+                {"oneOf": [_ref("Error"), _ref("LibreTranslateError")]},
+            ),
+            **_own_errors(401),
+            "403": _response("LibreTranslate: api_key missing or invalid", _ref("LibreTranslateError")),
+            **_own_errors(413, 415),
+            "500": _response(
+                "a bug or a bad setting (LibreTranslate: also the model unavailable); no internals in the body",
+                {"oneOf": [_ref("Error"), _ref("LibreTranslateError")]},
+            ),
+            **_own_errors(503),
+        },
+    }
+
+    page_get = {
+        "operationId": "page",
+        "tags": ["page"],
+        "summary": "The two-pane web page (Chinese left, English right), with the limits injected",
+        "responses": {"200": _response("the page", {"type": "string"}, "text/html")},
+    }
+    health_get = {
+        "operationId": "health",
+        "tags": ["health"],
+        "summary": "Model name, bundle hash, warm state, cold-start timings, limits, whether a key is required",
+        "responses": {
+            "200": _response("the model is loaded and warm", _ref("Health")),
+            "503": _response("the model could not load; error says why", _ref("Health")),
+        },
+    }
+    openapi_get = {
+        "operationId": "openapi",
+        "tags": ["meta"],
+        "summary": "This description",
+        "responses": {"200": _response("the OpenAPI 3.1 document", {"type": "object"})},
+    }
+
+    lt_errors = {
+        "400": _response("a bad or too large request, an unsupported language", _ref("LibreTranslateError")),
+        "403": _response("api_key missing or invalid (TRANSLATE_API_KEYS is set)", _ref("LibreTranslateError")),
+        "500": _response("translation failed or the model is unavailable", _ref("LibreTranslateError")),
+    }
+    lt_body = {
+        "content": {JSON: {"schema": _ref("LibreTranslateQuery")}, FORM: {"schema": _ref("LibreTranslateQueryForm")}}
+    }
+    any_body = {"content": {JSON: {"schema": {"type": "object"}}, FORM: {"schema": {"type": "object"}}}}
+    lt_languages_get = {
+        "operationId": "libretranslateLanguages",
+        "tags": ["libretranslate"],
+        "summary": "LibreTranslate: the language pairs (zh -> en, zt -> en)",
+        "responses": {
+            "200": _response("the languages", {"type": "array", "items": _ref("LibreTranslateLanguage")}),
+            "400": lt_errors["400"],
+        },
+    }
+    lt_settings_get = {
+        "operationId": "libretranslateSettings",
+        "tags": ["libretranslate"],
+        "summary": "LibreTranslate: the frontend settings (character limit, whether a key is required)",
+        "responses": {"200": _response("the settings", _ref("LibreTranslateSettings")), "400": lt_errors["400"]},
+    }
+
+    deepl_errors = {
+        "400": _response("a bad request or an unsupported language", _ref("DeepLError")),
+        "403": _response("authorization failure (TRANSLATE_API_KEYS is set)", _ref("DeepLError")),
+        "413": _response("the request is too large", _ref("DeepLError")),
+        "500": _response("translation failed", _ref("DeepLError")),
+        "503": _response("the model is unavailable or out of time (DeepL's clients retry)", _ref("DeepLError")),
+    }
+
+    def deepl_body(name: str) -> dict[str, Any]:
+        return {"content": {JSON: {"schema": _ref(name)}, FORM: {"schema": _ref(name + "Form")}}}
+
+    auth_key_query = {
+        "name": "auth_key",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": "DeepL's legacy key parameter",
+    }
+    deepl_languages_get = {
+        "operationId": "deeplLanguages",
+        "tags": ["deepl"],
+        "summary": "DeepL: source (ZH) or target (EN-GB, EN-US) languages",
+        "security": deepl_security,
+        "parameters": [
+            {
+                "name": "type",
+                "in": "query",
+                "required": False,
+                "schema": _ref("DeepLLanguageType"),
+            },
+            auth_key_query,
+        ],
+        "responses": {
+            "200": _response("the languages", {"type": "array", "items": _ref("DeepLLanguage")}),
+            **{status: deepl_errors[status] for status in ("400", "403", "413")},
+        },
+    }
+    deepl_usage_get = {
+        "operationId": "deeplUsage",
+        "tags": ["deepl"],
+        "summary": "DeepL: characters translated through this API by this instance since its cold start",
+        "security": deepl_security,
+        "parameters": [auth_key_query],
+        "responses": {
+            "200": _response("the usage", _ref("DeepLUsage")),
+            **{status: deepl_errors[status] for status in ("400", "403", "413")},
+        },
+    }
+
+    def post_of(get: dict[str, Any], operation_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        parameters = [p for p in get.get("parameters", []) if p["name"] != "type"]
+        post = {**get, "operationId": operation_id, "requestBody": body}
+        if parameters:
+            post["parameters"] = parameters
+        else:
+            post.pop("parameters", None)
+        return post
+
+    paths: dict[str, Any] = {
+        "/": {"get": page_get, "head": _head_of(page_get, "pageHead")},
+        "/healthz": {"get": health_get, "head": _head_of(health_get, "healthHead")},
+        OPENAPI_PATH: {"get": openapi_get, "head": _head_of(openapi_get, "openapiHead")},
+        "/translate": {"post": translate_get_out, "options": _preflight("translatePreflight", "translate")},
+        "/detect": {
+            "post": {
+                "operationId": "libretranslateDetect",
+                "tags": ["libretranslate"],
+                "summary": "LibreTranslate: detect the Chinese variant (zh or zt) of q",
+                "requestBody": {**lt_body, "required": True},
+                "responses": {
+                    "200": _response("the detection", {"type": "array", "items": _ref("LibreTranslateDetection")}),
+                    **lt_errors,
+                },
+            },
+            "options": _preflight("libretranslateDetectPreflight", "libretranslate"),
+        },
+        "/languages": {
+            "get": lt_languages_get,
+            "head": _head_of(lt_languages_get, "libretranslateLanguagesHead"),
+            "post": post_of(lt_languages_get, "libretranslateLanguagesPost", any_body),
+            "options": _preflight("libretranslateLanguagesPreflight", "libretranslate"),
+        },
+        "/frontend/settings": {
+            "get": lt_settings_get,
+            "head": _head_of(lt_settings_get, "libretranslateSettingsHead"),
+            "options": _preflight("libretranslateSettingsPreflight", "libretranslate"),
+        },
+        "/v2/translate": {
+            "post": {
+                "operationId": "deeplTranslate",
+                "tags": ["deepl"],
+                "summary": "DeepL: translate text (repeated, or a JSON list) to EN, EN-US or EN-GB",
+                "security": deepl_security,
+                "requestBody": {**deepl_body("DeepLParameters"), "required": True},
+                "responses": {"200": _response("the translations", _ref("DeepLTranslations")), **deepl_errors},
+            },
+            "options": _preflight("deeplTranslatePreflight", "deepl"),
+        },
+        "/v2/languages": {
+            "get": deepl_languages_get,
+            "head": _head_of(deepl_languages_get, "deeplLanguagesHead"),
+            "post": post_of(deepl_languages_get, "deeplLanguagesPost", deepl_body("DeepLLanguagesParameters")),
+            "options": _preflight("deeplLanguagesPreflight", "deepl"),
+        },
+        "/v2/usage": {
+            "get": deepl_usage_get,
+            "head": _head_of(deepl_usage_get, "deeplUsageHead"),
+            "post": post_of(deepl_usage_get, "deeplUsagePost", deepl_body("DeepLUsageParameters")),
+            "options": _preflight("deeplUsagePreflight", "deepl"),
+        },
+    }
+
+    span = {
+        "type": "object",
+        "required": ["kind", "source", "target"],
+        "additionalProperties": False,
+        "properties": {
+            "kind": {"type": "string", "enum": [kind.value for kind in SpanKind]},
+            "source": {"type": "string"},
+            "target": {"type": "string"},
+        },
+    }
+    options = {
+        "beam_size": _nullable({"type": "integer", "minimum": 1, "maximum": MAX_BEAM_SIZE}),
+        "length_penalty": _nullable(
+            {"type": "number", "minimum": LENGTH_PENALTY_RANGE[0], "maximum": LENGTH_PENALTY_RANGE[1]}
+        ),
+        "max_length_ratio": _nullable(
+            {"type": "number", "minimum": MAX_LENGTH_RATIO_RANGE[0], "maximum": MAX_LENGTH_RATIO_RANGE[1]}
+        ),
+        "repetition_guard": _nullable({"type": "boolean"}),
+        "format": _nullable({"type": "string", "enum": list(FORMATS)}),
+        "glossary": _nullable(
+            {
+                "type": "object",
+                "description": "Chinese term -> English term, merged over the deployment's glossary",
+                "maxProperties": MAX_REQUEST_TERMS,
+                "additionalProperties": {"type": "string"},
+            }
+        ),
+        "protect_spans": _nullable({"type": "boolean"}),
+        "source": _nullable({"type": "string", "enum": list(SOURCE_SPELLINGS)}),
+        "spans": {"type": "boolean", "description": "true: list each translation's protected spans"},
+    }
+    string_or_list = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    one_or_more = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]}
+    schemas: dict[str, Any] = {
+        "Error": {
+            "type": "object",
+            "required": ["error"],
+            "additionalProperties": False,
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "required": ["code", "message"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "code": {"type": "string", "enum": list(ERROR_CODES)},
+                        "message": {"type": "string", "description": "what was wrong and what is allowed"},
+                    },
+                }
+            },
+        },
+        "TranslateRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "oneOf": [{"required": ["text"]}, {"required": ["texts"]}],
+            "properties": {
+                "text": texts,
+                "texts": {"type": "array", "items": texts, "maxItems": config.max_texts},
+                **options,
+            },
+        },
+        "TranslateResponse": {
+            "type": "object",
+            "required": ["model", "bundle_hash", "elapsed_ms"],
+            "oneOf": [{"required": ["translation"]}, {"required": ["translations"]}],
+            "additionalProperties": False,
+            "properties": {
+                "translation": {"type": "string"},
+                "translations": {"type": "array", "items": {"type": "string"}},
+                "spans": {
+                    "description": "a list of spans for text, a list of such lists for texts",
+                    "type": "array",
+                    "items": {"oneOf": [span, {"type": "array", "items": span}]},
+                },
+                "model": {"type": ["string", "null"]},
+                "bundle_hash": {"type": ["string", "null"]},
+                "elapsed_ms": {"type": "number", "minimum": 0},
+            },
+        },
+        "Health": {
+            "type": "object",
+            "required": ["status", "warm", "cold_start", "limits", "api_key_required"],
+            "properties": {
+                "status": {"type": "string", "enum": ["ok", "unavailable"]},
+                "warm": {"type": "boolean"},
+                "api_key_required": {"type": "boolean"},
+                "cold_start": {"type": "object"},
+                "limits": {
+                    "type": "object",
+                    "required": ["max_chars", "max_texts", "max_file_bytes", "default_beam_size"],
+                    "properties": {
+                        name: {"type": "integer"}
+                        for name in ("max_chars", "max_texts", "max_file_bytes", "default_beam_size")
+                    },
+                },
+                "model": {"type": ["string", "null"]},
+                "bundle_hash": {"type": ["string", "null"]},
+                "error": {
+                    "type": "object",
+                    "required": ["code", "message"],
+                    "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+                },
+            },
+        },
+        "LibreTranslateRequest": {
+            "type": "object",
+            "required": ["q", "target"],
+            "not": {"anyOf": [{"required": ["text"]}, {"required": ["texts"]}]},
+            "properties": {
+                "q": string_or_list,
+                "source": {
+                    "type": ["string", "null"],
+                    "enum": ["", *SOURCE_SPELLINGS, None],
+                    "description": "empty: auto",
+                },
+                "target": {"type": "string", "enum": ["en", "en-US", "en-GB"]},
+                "format": {"type": ["string", "null"], "enum": ["text", "html", None]},
+                "api_key": {"type": ["string", "null"]},
+                "alternatives": {"type": ["integer", "null"], "minimum": 0, "maximum": 3},
+            },
+        },
+        "LibreTranslateQuery": {
+            "type": "object",
+            "required": ["q"],
+            "properties": {"q": string_or_list, "api_key": {"type": ["string", "null"]}},
+        },
+        "LibreTranslateResponse": {
+            "type": "object",
+            "required": ["translatedText"],
+            "properties": {
+                "translatedText": string_or_list,
+                "detectedLanguage": {
+                    "oneOf": [
+                        _ref("LibreTranslateDetection"),
+                        {"type": "array", "items": _ref("LibreTranslateDetection")},
+                    ]
+                },
+                "alternatives": {"type": "array"},
+            },
+        },
+        "LibreTranslateDetection": {
+            "type": "object",
+            "required": ["language", "confidence"],
+            "properties": {"language": {"type": "string"}, "confidence": {"type": "number"}},
+        },
+        "LibreTranslateLanguage": {
+            "type": "object",
+            "required": ["code", "name", "targets"],
+            "properties": {
+                "code": {"type": "string"},
+                "name": {"type": "string"},
+                "targets": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "LibreTranslateSettings": {
+            "type": "object",
+            "required": ["charLimit", "keyRequired"],
+            "properties": {"charLimit": {"type": "integer"}, "keyRequired": {"type": "boolean"}},
+        },
+        "LibreTranslateError": {
+            "type": "object",
+            "required": ["error"],
+            "properties": {"error": {"type": "string"}},
+        },
+        "DeepLParameters": {
+            "type": "object",
+            "required": ["text", "target_lang"],
+            "description": "DeepL's other options (formality, split_sentences, context, ...) are accepted and ignored",
+            "properties": {
+                "text": one_or_more,
+                "source_lang": {"type": ["string", "null"], "enum": ["ZH", "ZH-HANS", "ZH-HANT", None]},
+                "target_lang": {"type": "string", "enum": ["EN", "EN-US", "EN-GB"]},
+                "tag_handling": {"type": ["string", "null"], "enum": ["html", None]},
+                "auth_key": {"type": ["string", "null"]},
+            },
+        },
+        "DeepLLanguageType": {"type": "string", "enum": ["source", "target", ""], "description": "empty: source"},
+        "DeepLLanguageTypeOrNull": {"type": ["string", "null"], "enum": ["source", "target", "", None]},
+        "DeepLLanguagesParameters": {
+            "type": "object",
+            "properties": {"type": _ref("DeepLLanguageTypeOrNull"), "auth_key": {"type": ["string", "null"]}},
+        },
+        "DeepLUsageParameters": {"type": "object", "properties": {"auth_key": {"type": ["string", "null"]}}},
+        "DeepLTranslations": {
+            "type": "object",
+            "required": ["translations"],
+            "properties": {
+                "translations": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["detected_source_language", "text"],
+                        "properties": {
+                            "detected_source_language": {"type": "string"},
+                            "text": {"type": "string"},
+                            "billed_characters": {"type": "integer"},
+                        },
+                    },
+                }
+            },
+        },
+        "DeepLLanguage": {
+            "type": "object",
+            "required": ["language", "name"],
+            "properties": {"language": {"type": "string"}, "name": {"type": "string"}},
+        },
+        "DeepLUsage": {
+            "type": "object",
+            "required": ["character_count", "character_limit"],
+            "properties": {"character_count": {"type": "integer"}, "character_limit": {"type": "integer"}},
+        },
+        "DeepLError": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
+    }
+    for name in ("LibreTranslateRequest", "LibreTranslateQuery", "DeepLParameters", "DeepLLanguagesParameters",
+                 "DeepLUsageParameters"):  # fmt: skip
+        schemas[name + "Form"] = _form_variant(schemas[name])
+    schemas["DeepLLanguagesParametersForm"]["properties"]["type"] = _ref("DeepLLanguageType")
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "zh-en-translate",
+            "version": "1",
+            "description": (
+                "Chinese -> English translation. Every error of this server's own API is "
+                '{"error": {"code", "message"}}; the drop-in APIs answer in their own shapes. '
+                + ("This deployment requires an API key." if keys_required else "This deployment requires no API key.")
+            ),
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "headers": {
+                "RequestId": {
+                    "description": "the request's id (the caller's X-Request-Id, the platform's trace id, or new)",
+                    "required": True,
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+                },
+                "WwwAuthenticate": {"required": True, "schema": {"type": "string"}},
+            },
+            "securitySchemes": {
+                "ApiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+                "BearerKey": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer KEY"},
+                "DeepLAuthKey": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "Authorization",
+                    "description": "Authorization: DeepL-Auth-Key KEY",
+                },
+            },
+        },
+    }
+
+
+def _form_variant(schema: Any) -> Any:
+    """A JSON body's schema as a form body's: a form has no null, and an empty list is no field at all."""
+    if isinstance(schema, list):
+        return [_form_variant(item) for item in schema if item != {"type": "null"} and item is not None]
+    if not isinstance(schema, dict):
+        return schema
+    form = {key: _form_variant(value) for key, value in schema.items()}
+    if isinstance(form.get("type"), list):
+        kinds = [kind for kind in form["type"] if kind != "null"]
+        form["type"] = kinds[0] if len(kinds) == 1 else kinds
+    if form.get("type") == "array":
+        form.setdefault("minItems", 1)
+    return form
+
+
+def described_operations(document: dict[str, Any]) -> set[tuple[str, str]]:
+    """``{(METHOD, path)}`` of every operation the document describes."""
+    methods = ("get", "head", "post", "put", "patch", "delete", "options")
+    return {(method.upper(), path) for path, item in document["paths"].items() for method in item if method in methods}
+
+
+if __name__ == "__main__":
+    print(json.dumps(build_document(RuntimeConfig.from_env()), indent=1, ensure_ascii=False))

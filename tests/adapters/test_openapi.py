@@ -1,0 +1,87 @@
+"""The OpenAPI description (``handler.openapi``) is valid OpenAPI 3.1, served at ``GET /openapi.json`` by the real
+server, and describes exactly the routes and methods the code answers: a new route or method without a
+description fails here, and so does a description of something the code does not answer.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import product
+
+import pytest
+from openapi_spec_validator import validate
+
+from handler.compat import deepl, libretranslate
+from handler.http_api import ROUTES, HttpApi, HttpRequest
+from handler.openapi import build_document, described_operations
+from handler.startup import Startup
+from tests.adapters.conftest import MAX_CHARS, MAX_TEXTS, RealHttpClient
+
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+NOT_ANSWERED = (404, 405)  # what the code answers a route or method it does not have
+
+
+def code_paths() -> set[str]:
+    """Every path in the code's route tables: this API's and the drop-in APIs'."""
+    return {*ROUTES, *libretranslate.ROUTES, *deepl.ROUTES}
+
+
+def answered_operations(api: HttpApi, paths: set[str]) -> set[tuple[str, str]]:
+    """``(METHOD, path)`` pairs the code answers with anything but 404/405, found by asking it each one."""
+    answered = set()
+    for method, path in product(METHODS, sorted(paths)):
+        response = api.handle(HttpRequest.create(method, path, {"Content-Type": "application/json"}, b"{}"))
+        if response.status not in NOT_ANSWERED:
+            answered.add((method, path))
+    return answered
+
+
+def test_the_document_is_valid_openapi_3_1(startup: Startup) -> None:
+    document = build_document(startup.config)
+    assert document["openapi"].startswith("3.1")
+    validate(document)  # raises on any structural error of the document or its schemas
+
+
+def test_every_route_the_code_answers_is_described_and_nothing_else(startup: Startup) -> None:
+    # GIVEN the description and the code's route tables
+    document = build_document(startup.config)
+    described = described_operations(document)
+    described_paths = {path for _, path in described}
+    # THEN the paths agree (a route added to a table without a description fails here) ...
+    assert code_paths() == described_paths, f"described only: {described_paths - code_paths()}; " + (
+        f"answered only: {code_paths() - described_paths}"
+    )
+    # ... AND asking the code every method on every path finds exactly the described operations
+    answered = answered_operations(HttpApi(startup), code_paths() | described_paths | {"/v2/other", "/nope"})
+    assert answered - described == set(), "answered but not described"
+    assert described - answered == set(), "described but not answered"
+
+
+def test_every_operation_documents_its_statuses_and_the_error_shape(startup: Startup) -> None:
+    document = build_document(startup.config)
+    error = document["components"]["schemas"]["Error"]
+    assert error["required"] == ["error"] and error["properties"]["error"]["required"] == ["code", "message"]
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            assert operation["responses"], (method, path)
+            for status, answer in operation["responses"].items():
+                assert "X-Request-Id" in answer["headers"], (method, path, status)
+                if method not in ("head", "options") and status != "204":
+                    assert answer.get("content"), f"{method} {path} {status} has no body schema"
+    translate = document["paths"]["/translate"]["post"]["responses"]
+    assert {"200", "400", "401", "403", "413", "415", "500", "503"} <= set(translate)
+    assert "WWW-Authenticate" in translate["401"]["headers"]
+
+
+def test_the_document_carries_the_deployments_limits(startup: Startup) -> None:
+    request = build_document(startup.config)["components"]["schemas"]["TranslateRequest"]["properties"]
+    assert request["text"]["maxLength"] == MAX_CHARS and request["texts"]["maxItems"] == MAX_TEXTS
+
+
+@pytest.mark.slow
+def test_the_real_server_serves_the_document(functions_framework_url: str, startup: Startup) -> None:
+    # GIVEN functions-framework as make run starts it WHEN /openapi.json is fetched THEN it is the description
+    reply = RealHttpClient("functions_framework", functions_framework_url).call("GET", "/openapi.json")
+    assert reply.status == 200 and reply.headers["content-type"].startswith("application/json")
+    assert reply.headers["x-content-type-options"] == "nosniff"
+    assert json.loads(reply.body) == build_document(startup.config)
