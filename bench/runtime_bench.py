@@ -1,7 +1,8 @@
 """`make bench`: this runtime beside CTranslate2 and transformers, measured side by side (a script, not a test).
 
-    python -m bench.runtime_bench [--rounds 4] [--threads 2] [--repeats 3] [--rebuild] [--quick]
-                                  [--out docs/benchmarks.md] [--csanmt-bundle DIR | --csanmt-build]
+    python -m bench.runtime_bench [--rounds 3] [--transformers-rounds 1] [--threads 2] [--repeats 3]
+                                  [--rebuild] [--quick] [--out docs/benchmarks.md]
+                                  [--csanmt-bundle DIR | --csanmt-build] [--figures-json FILE]
 
 Models (built once, cached in ``.bench/runtime/``):
 
@@ -325,6 +326,7 @@ def document(
     seconds: float,
     loads: tuple[str, str],
     quick: bool,
+    transformers_rounds: int,
 ) -> str:
     workload = results[0].workload
     lines = [
@@ -347,7 +349,9 @@ def document(
         "threads: 2 intra-op, 1 inter-op (CTranslate2 `intra_threads=2, inter_threads=1`, int8; transformers "
         "`torch.set_num_threads(2)`, FP32 `generate`; this runtime `TRANSLATE_THREADS=2`).",
         f"- Each engine in fresh processes (`bench.engines`), {results[0].rounds} round(s), the engine order rotated "
-        "every round; a cell is the median over the processes, (min–max) in brackets.",
+        "every round; a cell is the median over the processes, (min–max) in brackets. transformers (the slow FP32 "
+        f"reference, not a target) runs in {transformers_rounds} round(s) only, one timed call per figure and one "
+        "batch-1 sentence.",
         "- Cold start: from the parent's clock just before it starts the process to the first translation done "
         "(text in, text out with the engine's own tokenizer, beam 4, the forced length): interpreter start, "
         "imports, loading, this runtime's warm-up and hash checks included. RSS after load: the process's own "
@@ -433,7 +437,10 @@ def document(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.runtime_bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=4, help="fresh processes per engine (default 4)")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per engine (default 3)")
+    parser.add_argument(
+        "--transformers-rounds", type=int, default=1, help="rounds transformers (slow, FP32) runs in (default 1)"
+    )
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads for every engine (default 2)")
     parser.add_argument("--repeats", type=int, default=FULL.repeats, help="timed calls per figure in a process")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached checkpoints, bundle, conversions")
@@ -465,7 +472,14 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for setup in setups:
         print(f"measuring {setup.title}", flush=True)
-        result = run_setup(setup, workload, rounds, args.threads, progress=lambda line: print(line, flush=True))
+        result = run_setup(
+            setup,
+            workload,
+            rounds,
+            args.threads,
+            progress=lambda line: print(line, flush=True),
+            transformers_rounds=None if args.quick else args.transformers_rounds,
+        )
         result.extra["decoder_step_bytes"] = bandwidth.decoder_step_weight_bytes(setup.bundle_dir / "decoder.onnx")
         results.append(result)
 
@@ -492,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
         time.perf_counter() - began,
         (start_load, load_average()),
         args.quick,
+        1 if args.quick else args.transformers_rounds,
     )
     print()
     print(text)

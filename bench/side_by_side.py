@@ -71,6 +71,7 @@ class SetupResult:
     setup: Setup
     workload: Workload
     rounds: int
+    engine_rounds: dict[str, int]  # processes each engine was started in (transformers: fewer, see run_setup)
     runs: dict[str, list[dict[str, Any]]]  # engine -> one figures dict per process that succeeded
     errors: dict[str, list[str]]  # engine -> what each failed process said
     disk_mb: dict[str, float]
@@ -146,7 +147,11 @@ def run_setup(
     rounds: int,
     threads: int,
     progress: Callable[[str], None] = print,
+    transformers_rounds: int | None = None,
 ) -> SetupResult:
+    """``rounds`` processes per engine, except transformers (the slow FP32 reference, not a target): it runs in the
+    first ``transformers_rounds`` rounds only (default: all), with one timed call per figure on one batch-1
+    sentence."""
     sentences = bench_sentences(max(workload.batch_size, workload.batch1_sentences))
     ids = encode_with_bundle(setup.bundle_dir, sentences)
     common = {
@@ -159,14 +164,24 @@ def run_setup(
         "repeats": workload.repeats,
     }
     engines = setup.engines()
+    light = {"repeats": 1, "batch1": common["batch1"][:1]}
+    engine_rounds = {
+        engine: rounds if engine != TRANSFORMERS or transformers_rounds is None else min(rounds, transformers_rounds)
+        for engine, _ in engines
+    }
     runs: dict[str, list[dict[str, Any]]] = {engine: [] for engine, _ in engines}
     errors: dict[str, list[str]] = {engine: [] for engine, _ in engines}
     for round_number in range(rounds):
         for engine, folder in rotated(engines, round_number):
+            if round_number >= engine_rounds[engine]:
+                continue
+            job = common | {"engine": engine, "model_dir": str(folder)}
+            if engine == TRANSFORMERS and transformers_rounds is not None:
+                job |= light
             progress(f"  {setup.key}: round {round_number + 1}/{rounds}, {ENGINE_NAMES[engine]}")
             began = time.perf_counter()
             try:
-                figures = run_process("bench.engines", common | {"engine": engine, "model_dir": str(folder)})
+                figures = run_process("bench.engines", job)
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
                 errors[engine].append(str(error))
                 progress(f"    FAILED: {error}")
@@ -178,6 +193,7 @@ def run_setup(
         setup=setup,
         workload=workload,
         rounds=rounds,
+        engine_rounds=engine_rounds,
         runs=runs,
         errors=errors,
         disk_mb={engine: folder_bytes(folder) / 1e6 for engine, folder in engines},
@@ -223,7 +239,7 @@ def missing(result: SetupResult) -> list[str]:
         figures = summary.get(engine, {})
         for name in (*FIGURES, DISK):
             spread = figures.get(name)
-            expected = 1 if name == DISK else result.rounds
+            expected = 1 if name == DISK else result.engine_rounds.get(engine, result.rounds)
             if spread is None or spread.count < expected:
                 got = 0 if spread is None else spread.count
                 problems.append(

@@ -48,7 +48,14 @@ def test_step_bytes_count_shared_tables_whole_and_lookups_by_row(tmp_path: Path)
 def _result(runs: dict[str, list[dict[str, float]]], rounds: int) -> SetupResult:
     setup = Setup("m", "model", Path("bundle"), ctranslate2_dir=Path("ct2"))
     return SetupResult(
-        setup, Workload(), rounds, runs, {RUNTIME: [], CTRANSLATE2: []}, {RUNTIME: 10.0, CTRANSLATE2: 5.0}, 12.0
+        setup,
+        Workload(),
+        rounds,
+        {RUNTIME: rounds, CTRANSLATE2: rounds},
+        runs,
+        {RUNTIME: [], CTRANSLATE2: []},
+        {RUNTIME: 10.0, CTRANSLATE2: 5.0},
+        12.0,
     )
 
 
@@ -108,3 +115,22 @@ def test_serverless_costs_follow_the_prices() -> None:
     assert run.usd_per_million_chars == pytest.approx(1000 * (2 * 0.000024 + 2 * 0.0000025) + 0.40e-6)
     with pytest.raises(ValueError):
         cost.serverless_costs(0.0, 1.0)
+
+
+def test_an_engine_started_in_fewer_rounds_is_expected_in_those_only() -> None:
+    from bench.side_by_side import TRANSFORMERS
+
+    result = _result({RUNTIME: [_figures(1.0)] * 2, CTRANSLATE2: [_figures(1.0)] * 2}, 2)
+    result = SetupResult(
+        Setup("m", "model", Path("bundle"), ctranslate2_dir=Path("ct2"), checkpoint_dir=Path("hf")),
+        result.workload,
+        2,
+        {RUNTIME: 2, CTRANSLATE2: 2, TRANSFORMERS: 1},
+        result.runs | {TRANSFORMERS: [_figures(9.0)]},
+        {RUNTIME: [], CTRANSLATE2: [], TRANSFORMERS: []},
+        result.disk_mb | {TRANSFORMERS: 50.0},
+        12.0,
+    )
+    assert missing(result) == []
+    result.engine_rounds[TRANSFORMERS] = 2
+    assert len(missing(result)) == len(engines.FIGURES)
