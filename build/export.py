@@ -30,7 +30,7 @@ from build import families, verify
 from build.errors import ExportError
 from build.families import Checkpoint
 from build.families.marian import TRAINING_RECORD, LoadedCheckpoint, load_checkpoint, resolve_folder, spec_from
-from build.quantize import DEFAULT_QUANTIZATION, QuantizationSettings, quantize_graph
+from build.quantize import DEFAULT_QUANTIZATION, QuantizationSettings, quantize_pair
 from handler import bundle
 from handler.bundle import Manifest
 
@@ -140,17 +140,15 @@ def export_bundle(
             verify.check(fp32_figures, thresholds)
             checkpoint.release_reference()
             _say(progress, f"quantizing ({quantization.to_dict()})")
-            int8 = (
-                quantize_graph(fp32[0], staging / bundle.ENCODER_ONNX, quantization),
-                quantize_graph(fp32[1], staging / bundle.DECODER_ONNX, quantization),
-            )
+            int8 = quantize_pair(fp32, staging, quantization)
             _say(progress, "comparing INT8 graphs with FP32 graphs")
             int8_figures = checkpoint.compare_int8(fp32, int8, sentences, fp32_greedy)
             _say(progress, f"  {int8_figures.to_dict()}")
             verify.check(int8_figures, thresholds)
             fp32_bytes = sum(path.stat().st_size for path in Path(scratch).iterdir())  # external data included
         checkpoint.copy_tokenizer(staging)
-        int8_bytes = sum((staging / file_name).stat().st_size for file_name in bundle.MODEL_FILES)
+        graph_files = [*bundle.MODEL_FILES, bundle.SHARED_EMBEDDING]
+        int8_bytes = sum((staging / name).stat().st_size for name in graph_files if (staging / name).is_file())
         training = dict(checkpoint.training)
         training.update(extra.pop("training", {}))
         sections = checkpoint.manifest_sections()

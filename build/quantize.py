@@ -111,6 +111,78 @@ def quantize_graph(src: Path, dst: Path, settings: QuantizationSettings = DEFAUL
     return dst
 
 
+def quantize_pair(
+    fp32: tuple[Path, Path], staging: Path, settings: QuantizationSettings = DEFAULT_QUANTIZATION
+) -> tuple[Path, Path]:
+    """Quantize an (encoder, decoder) pair into ``staging``; a tied embedding is then stored once for both.
+
+    After ``quantize_graph`` the decoder looks its embeddings up in its INT8 output projection; when the encoder's
+    FP32 table is that same tied matrix, the encoder does too, and the INT8 projection moves to one external data
+    file (``bundle.SHARED_EMBEDDING``) that both graphs read: V x d bytes fewer on disk (33 MB for
+    opus-mt-zh-en's shape, a third of the bundle).
+    """
+    from handler import bundle
+
+    encoder = quantize_graph(fp32[0], staging / bundle.ENCODER_ONNX, settings)
+    decoder = quantize_graph(fp32[1], staging / bundle.DECODER_ONNX, settings)
+    if settings.share_tied_embedding:
+        tied = find_tied_embedding_across(fp32[0], fp32[1])
+        if tied is not None:
+            share_embedding_between_graphs(encoder, decoder, *tied, staging / bundle.SHARED_EMBEDDING)
+    return encoder, decoder
+
+
+def find_tied_embedding_across(encoder_fp32: Path, decoder_fp32: Path) -> tuple[str, str] | None:
+    """(encoder table, decoder output projection) when the encoder's ``Gather`` table is the decoder's tied,
+    transposed output projection (Marian's shared embedding); None otherwise."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    tied = find_tied_embedding(decoder_fp32)
+    if tied is None:
+        return None
+    decoder = {t.name: t for t in onnx.load(str(decoder_fp32)).graph.initializer}
+    projection = numpy_helper.to_array(decoder[tied[1]])
+    encoder = onnx.load(str(encoder_fp32))
+    weights = {t.name: t for t in encoder.graph.initializer}
+    for node in encoder.graph.node:
+        name = node.input[0] if node.op_type == "Gather" else None
+        if name in weights and list(weights[name].dims) == list(projection.shape[::-1]):
+            if np.array_equal(numpy_helper.to_array(weights[name]).T, projection):
+                return name, tied[1]
+    return None
+
+
+def share_embedding_between_graphs(
+    encoder_path: Path, decoder_path: Path, table: str, projection: str, shared_file: Path
+) -> None:
+    """Make the quantized encoder read its embeddings from the decoder's INT8 projection, stored once in
+    ``shared_file`` (ONNX external data, offset 0) that both graphs reference by file name."""
+    import onnx
+    from onnx import external_data_helper
+
+    projection_q = f"{projection}_quantized"
+    decoder = onnx.load(str(decoder_path))
+    by_name = {t.name: t for t in decoder.graph.initializer}
+    encoder = onnx.load(str(encoder_path))
+    for name in (projection_q, f"{projection}_scale", f"{projection}_zero_point"):
+        copy = onnx.TensorProto()
+        copy.CopyFrom(by_name[name])
+        encoder.graph.initializer.append(copy)
+    onnx.save(encoder, str(encoder_path))
+    share_tied_embedding(encoder_path, table, projection)  # the encoder's own INT8 table is dropped
+    shared_file.write_bytes(by_name[projection_q].raw_data)
+    for path in (encoder_path, decoder_path):
+        model = onnx.load(str(path))
+        tensor = next(t for t in model.graph.initializer if t.name == projection_q)
+        external_data_helper.set_external_data(tensor, location=shared_file.name, offset=0)
+        tensor.ClearField("raw_data")
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        onnx.save(model, str(path))
+        onnx.checker.check_model(str(path))
+
+
 PER_ROW_PREFIX = "per_row_activation"
 PER_ROW_ZERO_POINT = f"{PER_ROW_PREFIX}_zero_point"
 

@@ -46,6 +46,8 @@ TARGET_SPM = "target.spm"
 VOCAB_JSON = "vocab.json"
 TOKENIZER_FILES = (SOURCE_SPM, TARGET_SPM, VOCAB_JSON)
 MODEL_FILES = (ENCODER_ONNX, DECODER_ONNX)
+# optional: a tied embedding both graphs read (ONNX external data), stored once; the manifest lists it when present
+SHARED_EMBEDDING = "embedding.bin"
 # CSANMT's tokenizer files (default names; the manifest's "tokenizer" section names them)
 CSANMT_BPE_CODES = "bpe.zh"
 CSANMT_SOURCE_VOCAB = "src_vocab.txt"

@@ -178,3 +178,48 @@ def test_per_row_activations_make_each_row_independent_of_its_batch(tiny_marian_
         assert (dynamic == 0) if scheme == "per-row" else (dynamic > 0)
     assert differs == {"per-row": 0, "per-tensor": differs["per-tensor"]}
     assert differs["per-tensor"] > 0
+
+
+@pytest.mark.slow
+def test_a_tied_embedding_is_stored_once_for_both_graphs(tiny_marian_dir: Path, tmp_path: Path) -> None:
+    """Encoder lookup, decoder lookup and output projection read one INT8 table in ``embedding.bin``."""
+    import numpy as np
+    import torch
+
+    from build import verify
+    from build.export import load_checkpoint
+    from build.quantize import QuantizationSettings, quantize_pair
+    from handler.onnx_model import OnnxMarian
+
+    checkpoint = load_checkpoint(tiny_marian_dir)
+    model = checkpoint.model
+    with torch.no_grad():
+        model.lm_head.weight = model.model.shared.weight
+    fp32 = export_graphs(model, tmp_path / "fp32")
+    (tmp_path / "once").mkdir()
+    (tmp_path / "twice").mkdir()
+    once = quantize_pair(fp32, tmp_path / "once")
+    twice = quantize_pair(fp32, tmp_path / "twice", QuantizationSettings(share_tied_embedding=False))
+    vocab, d_model = model.config.vocab_size, model.config.d_model
+    shared = tmp_path / "once" / bundle.SHARED_EMBEDDING
+    assert shared.stat().st_size == vocab * d_model  # one INT8 byte per weight
+    assert not (tmp_path / "twice" / bundle.SHARED_EMBEDDING).exists()
+    for graph_path in once:
+        graph = onnx.load(str(graph_path), load_external_data=False)
+        tables = [t for t in graph.graph.initializer if list(t.dims) in ([vocab, d_model], [d_model, vocab])]
+        assert [(t.name, t.data_location, t.external_data[0].value) for t in tables] == [
+            ("lm_head_t_quantized", onnx.TensorProto.EXTERNAL, bundle.SHARED_EMBEDDING)
+        ]
+    size = sum(p.stat().st_size for p in (*once, shared))
+    # two INT8 copies fewer (the encoder holds a copy of the per-token scales, V floats, which the table had too)
+    assert sum(p.stat().st_size for p in twice) - size > 1.8 * vocab * d_model
+
+    batch = verify.SourceBatch.encode(checkpoint.tokenizer, verify.VERIFY_SENTENCES[:6], checkpoint.spec.max_positions)
+    decoder_inputs = np.random.default_rng(1).integers(2, vocab - 1, size=(6, 10))
+    decoder_inputs[:, 0] = checkpoint.spec.decoder_start_id
+    reference = verify.pytorch_log_probs(model, batch, decoder_inputs)
+    with_once = verify.onnx_log_probs(OnnxMarian(*once, checkpoint.spec), batch, decoder_inputs)
+    with_twice = verify.onnx_log_probs(OnnxMarian(*twice, checkpoint.spec), batch, decoder_inputs)
+    # per-token scales of the shared table are at least as close to FP32 as the encoder's own INT8 table
+    assert np.abs(with_once - reference).mean() < 1.5 * np.abs(with_twice - reference).mean()
+    assert (with_once.argmax(-1) == reference.argmax(-1)).mean() > 0.9
