@@ -83,10 +83,11 @@ class Document:
         """The output text: one translation per segment, with the input's line structure.
 
         Whitespace that holds a line break is copied from the input, as are the text's leading and trailing
-        whitespace; translations on one line are joined with a single space, and empty translations add
-        nothing. Line breaks inside a translation (with the whitespace around them) become single spaces, so a
-        translation can never add or remove a line; other whitespace inside it is kept (a protected span such
-        as ``a  b`` in code comes out byte for byte).
+        whitespace; translations on one line are joined with a single space (none where the input was cut
+        inside a word, number or URL longer than the budget), and empty translations add nothing. Line breaks
+        inside a translation (with the whitespace around them) become single spaces, so a translation can never
+        add or remove a line; other whitespace inside it is kept (a protected span such as ``a  b`` in code
+        comes out byte for byte).
         """
         if len(translations) != len(self.segments):
             raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")
@@ -98,11 +99,13 @@ class Document:
             if index == 0 or _LINE_BREAK.search(gap):
                 parts.append(gap)  # the text's leading whitespace, or line breaks with the next indentation
                 line_has_text = False
+            inside_word = index > 0 and not gap and _is_run_char(self.source[previous_end - 1])
+            inside_word = inside_word and _is_run_char(self.source[segment.start])
             previous_end = segment.end
             text = _ONE_LINE.sub(" ", translation).strip()
             if not text:
                 continue
-            if line_has_text:
+            if line_has_text and not inside_word:  # a word or URL longer than the budget was cut: no space
                 parts.append(" ")
             parts.append(text)
             line_has_text = True
