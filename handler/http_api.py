@@ -201,8 +201,9 @@ class HttpApi:
         self._page = _render_page(startup, self.keys.required)
         self._page_csp = _page_security_policy(self._page)
         self._openapi = json.dumps(build_document(self.config), ensure_ascii=False).encode("utf-8")
-        # JSON escapes a character in at most 6 bytes ("\u4f60"); the margin covers keys, options and a batch
-        self.max_body_bytes = 6 * self.config.max_chars + 64 * self.config.max_texts + 65_536
+        # JSON escapes a character in at most 12 bytes (an emoji: "\ud83d\ude00"); the margin covers keys, options
+        # and a batch
+        self.max_body_bytes = 12 * self.config.max_chars + 64 * self.config.max_texts + 65_536
 
     # --- entry point --------------------------------------------------------------------------------------
     def handle(self, request: HttpRequest) -> HttpResponse:
