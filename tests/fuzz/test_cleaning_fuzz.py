@@ -32,7 +32,7 @@ SPECIAL = re.compile(r"</?s>|<pad>|<unk>|[▁⁇]")
 
 
 @given(text=raw_output | loop)
-@examples(500)
+@examples(250)
 def test_any_output_is_cleaned_into_one_tidy_line(text: str) -> None:
     cleaned = clean_translation(text)
     assert cleaned == cleaned.strip()
@@ -41,14 +41,14 @@ def test_any_output_is_cleaned_into_one_tidy_line(text: str) -> None:
 
 
 @given(text=raw_output | loop)
-@examples(300)
+@examples(150)
 def test_cleaning_twice_changes_nothing(text: str) -> None:
     once = clean_translation(text)
     assert clean_translation(once) == once
 
 
 @given(before=raw_output, span=st.sampled_from(SPANS), after=raw_output)
-@examples(300)
+@examples(150)
 def test_urls_and_addresses_survive_cleaning(before: str, span: str, after: str) -> None:
     assert span in clean_translation(f"{before} {span} {after}")
 
