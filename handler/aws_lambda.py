@@ -70,9 +70,7 @@ def event_kind(event: Any) -> str:
 class LambdaAdapter:
     """Decodes Lambda events, calls the HTTP surface or the file translation, encodes the result."""
 
-    def __init__(
-        self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None
-    ) -> None:
+    def __init__(self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None) -> None:
         self.startup = startup
         self.http = HttpApi(startup)
         self._store = store

@@ -47,7 +47,7 @@ from handler.file_translation import (
     META_SOURCE_BUCKET,
     META_SOURCE_ENCODING,
     META_SOURCE_KEY,
-    SelfTriggerError,
+    UploadRefusedError,
     decode_text,
     handle_upload,
     plan_output,
@@ -283,7 +283,7 @@ def _fan_out(
         try:
             plan_output(source, config)
             size = store.size(source)
-        except SelfTriggerError:
+        except UploadRefusedError:
             size = 0  # handle_upload refuses it and says why
         # bytes >= characters, so a file of at most part_chars bytes has at most part_chars characters
         if config.part_chars < size <= config.max_file_bytes:

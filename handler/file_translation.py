@@ -4,7 +4,10 @@ Steps, each of which can refuse with a clear error before anything is written:
 
 1. plan the output: ``output bucket`` (the input bucket unless ``TRANSLATE_OUTPUT_BUCKET`` is set) and
    ``output prefix + input key``: deterministic, so the same event delivered twice gives the same object. A
-   configuration that would trigger itself again is refused (``SelfTriggerError``);
+   configuration that would trigger itself again is refused (``SelfTriggerError``), and so is a key that could
+   lead the output out of the output prefix wherever the keys are read as paths (``UnsafeKeyError``: a ``.`` or
+   ``..`` segment between slash or backslash separators, also once percent-decoded, a leading separator, a control
+   character). The key is used exactly as the event names it, never decoded again;
 2. check the size against ``TRANSLATE_MAX_FILE_BYTES`` before downloading;
 3. read and decode (UTF-8 with or without BOM, UTF-16/32 with BOM, GB18030/GBK; binary files refused);
 4. translate paragraph by paragraph under the invocation's deadline (``DeadlineExceededError`` before the
@@ -17,14 +20,21 @@ from __future__ import annotations
 
 import codecs
 import logging
+import re
 import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from handler.config import ENV_MAX_FILE_BYTES, ENV_OUTPUT_BUCKET, ENV_OUTPUT_PREFIX, RuntimeConfig
-from handler.errors import ConfigurationError, DeadlineExceededError, InvalidRequestError, RequestTooLargeError
+from handler.errors import (
+    ConfigurationError,
+    DeadlineExceededError,
+    InvalidRequestError,
+    RequestTooLargeError,
+    TranslatorError,
+)
 from handler.object_store import ObjectRef, ObjectStore
 from handler.service import TranslateOptions, TranslationService
 
@@ -54,10 +64,53 @@ _MAX_CONTROL_SHARE = 0.01  # more control characters than this (or any NUL) mean
 SUPPORTED_ENCODINGS = "UTF-8 (with or without BOM), UTF-16 or UTF-32 with a byte-order mark, or GB18030/GBK"
 
 
-class SelfTriggerError(ConfigurationError):
+class UploadRefusedError(TranslatorError):
+    """An upload this function never translates, however often its event is delivered: logged and reported as
+    refused, not raised, since a retry cannot succeed."""
+
+    code = "upload_refused"
+
+
+class SelfTriggerError(UploadRefusedError, ConfigurationError):
     """Writing the output would trigger this function again (or overwrite the input)."""
 
     code = "self_trigger"
+
+
+class UnsafeKeyError(UploadRefusedError, InvalidRequestError):
+    """The object key, read as a path, could climb out of the output prefix (``..``, absolute, encoded)."""
+
+    code = "unsafe_key"
+
+
+_SEPARATORS = re.compile(r"[/\\]")
+
+
+def check_key(source: ObjectRef) -> None:
+    """``UnsafeKeyError`` unless ``source.key`` stays below any prefix put in front of it, read as a path."""
+    key = source.key
+    problem = ""
+    if not key:
+        problem = "it is empty"
+    elif any(unicodedata.category(ch) == "Cc" for ch in key):
+        problem = "it holds a control character"
+    else:
+        forms = [key]
+        while (decoded := unquote(forms[-1])) != forms[-1] and len(forms) < 4:  # %2F, %252F, ...
+            forms.append(decoded)
+        for form in forms:
+            segments = _SEPARATORS.split(form)
+            if segments[0] == "" or re.match(r"^[A-Za-z]:$", segments[0]):
+                problem = "it starts with a path separator or a drive" + (" once decoded" if form != key else "")
+            elif any(segment in (".", "..") for segment in segments):
+                problem = "it has a '.' or '..' path segment" + (" once percent-decoded" if form != key else "")
+            if problem:
+                break
+    if problem:
+        raise UnsafeKeyError(
+            f"refusing to translate {source}: {problem}, so its output key could lead outside the output prefix "
+            f"wherever keys are read as paths (sync tools, file systems); rename the object"
+        )
 
 
 @dataclass(frozen=True)
@@ -71,7 +124,9 @@ class FileTranslation:
 
 
 def plan_output(source: ObjectRef, config: RuntimeConfig) -> ObjectRef:
-    """Where the translation of ``source`` goes; ``SelfTriggerError`` when that would trigger us again."""
+    """Where the translation of ``source`` goes; ``SelfTriggerError`` when that would trigger us again,
+    ``UnsafeKeyError`` when the key could lead it out of the output prefix."""
+    check_key(source)
     bucket = config.output_bucket or source.bucket
     prefix = config.output_prefix
     if bucket == source.bucket:
@@ -90,6 +145,8 @@ def plan_output(source: ObjectRef, config: RuntimeConfig) -> ObjectRef:
     output = ObjectRef(source.scheme, bucket, prefix + source.key)
     if output == source:  # unreachable after the checks above; the one rule that must never break
         raise SelfTriggerError(f"refusing to write onto the input object {source}")
+    if not output.key.startswith(prefix):  # nor this one
+        raise UnsafeKeyError(f"refusing to write {output}: it is not under the output prefix {prefix!r}")
     return output
 
 
@@ -219,13 +276,14 @@ def handle_upload(
 ) -> dict[str, str]:
     """What every file adapter does with one "object created" notification; returns a summary for the logs.
 
-    A refused self-trigger is logged as an error and reported, not raised: raising would make the platform
-    retry an event that can never succeed. Every other failure is logged and raised, so the platform records
-    the invocation as failed (and retries or dead-letters it as configured); nothing has been written then.
+    A refused upload (a self-trigger, an unsafe key) is logged as an error and reported, not raised: raising
+    would make the platform retry an event that can never succeed. Every other failure is logged and raised, so
+    the platform records the invocation as failed (and retries or dead-letters it as configured); nothing has
+    been written then.
     """
     try:
         result = translate_object(store, source, service, config, deadline=deadline)
-    except SelfTriggerError as error:
+    except UploadRefusedError as error:
         logger.error("%s", error)
         return {"source": str(source), "status": "refused", "reason": str(error)}
     except Exception as error:

@@ -42,9 +42,7 @@ STORAGE_FINALIZED = "google.cloud.storage.object.v1.finalized"
 
 
 class GcpAdapter:
-    def __init__(
-        self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None
-    ) -> None:
+    def __init__(self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None) -> None:
         self.startup = startup
         self.http = HttpApi(startup)
         self._store = store

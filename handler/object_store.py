@@ -15,7 +15,6 @@ failures ``handler.storage_retry.RetryingStore`` may retry within the invocation
 
 from __future__ import annotations
 
-import http.client
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -138,7 +137,6 @@ class S3Store:
                 IncompleteReadError,
                 ResponseStreamingError,
                 Urllib3Error,
-                http.client.HTTPException,
                 ConnectionError,
                 TimeoutError,
             ),
