@@ -15,7 +15,7 @@ from typing import Any
 
 from handler.config import MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import InvalidRequestError
-from handler.glossary import MAX_REQUEST_TERMS
+from handler.glossary import MAX_REQUEST_TERMS, MAX_TARGET_CHARS, MAX_TERM_CHARS
 from handler.markup import FORMATS
 from handler.script_conversion import VARIANTS, canonical_variant
 from handler.service import LENGTH_PENALTY_RANGE, MAX_LENGTH_RATIO_RANGE
@@ -349,9 +349,13 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
         "glossary": _nullable(
             {
                 "type": "object",
-                "description": "Chinese term -> English term, merged over the deployment's glossary",
+                "description": (
+                    "Chinese term -> English term, merged over the deployment's glossary; a term holds a Chinese "
+                    "character, neither side is blank or holds a line break"
+                ),
                 "maxProperties": MAX_REQUEST_TERMS,
-                "additionalProperties": {"type": "string"},
+                "propertyNames": {"minLength": 1, "maxLength": MAX_TERM_CHARS},
+                "additionalProperties": {"type": "string", "minLength": 1, "maxLength": MAX_TARGET_CHARS},
             }
         ),
         "protect_spans": _nullable({"type": "boolean"}),

@@ -208,7 +208,7 @@ def _alternatives(fields: RequestFields) -> int:
     raw = fields.get("alternatives")
     if raw is None or raw == "":
         return 0
-    if isinstance(raw, (bool, float)):  # int(True) is 1 and int(0.5) is 0, but neither is a count
+    if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):  # int(True) 1, int(0.5) 0
         raise ApiStatus(400, f"Invalid request: alternatives must be an integer; got {raw!r}")
     try:
         count = int(raw)

@@ -85,3 +85,12 @@ def test_the_real_server_serves_the_document(functions_framework_url: str, start
     assert reply.status == 200 and reply.headers["content-type"].startswith("application/json")
     assert reply.headers["x-content-type-options"] == "nosniff"
     assert json.loads(reply.body) == build_document(startup.config)
+
+
+@pytest.mark.parametrize("count", [True, False, 0.5, 2.5890419884777833e-42, "x"])
+def test_libretranslate_alternatives_takes_only_counts(startup: Startup, count: object) -> None:
+    # schemathesis found true and 2.6e-42 taken as counts (int(True) == 1, int(2.6e-42) == 0)
+    body = json.dumps({"q": "你好", "source": "zh", "target": "en", "alternatives": count}).encode()
+    request = HttpRequest.create("POST", "/translate", {"Content-Type": "application/json"}, body)
+    reply = HttpApi(startup).handle(request)
+    assert reply.status == 400 and "alternatives must be an integer" in json.loads(reply.body)["error"]
