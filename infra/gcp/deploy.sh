@@ -9,6 +9,11 @@
 #                           parts concurrently and assembles the output once (entry point translate_part_event)
 # Both: 2 GiB memory, 1 vCPU, the runtime's settings from infra/gcp/env.yaml, and a dedicated service account
 # that may read the input bucket and write the output bucket, nothing else.
+# Failures: both event functions run with --retry and at most FILE_INSTANCES / PART_INSTANCES instances (which
+# bounds cost); their Eventarc subscriptions redeliver a failed event with backoff (10 s to 10 min) up to
+# MAX_DELIVERY_ATTEMPTS times within MAX_EVENT_AGE, then send it to the dead-letter topic $FUNCTION_NAME-failed-events
+# (kept 7 days in its subscription $FUNCTION_NAME-failed-events-kept). The event functions' TRANSLATE_EVENT_TIMEOUT_S
+# is their --timeout, so file work stops TRANSLATE_DEADLINE_MARGIN_S before Cloud Functions would stop it.
 #
 # Usage:   infra/gcp/deploy.sh print        print the commands (what `make deploy-gcp` does)
 #          infra/gcp/deploy.sh stage DIR    assemble the deployable source in DIR (done by `deploy`)
@@ -21,6 +26,9 @@
 #   FUNCTION_NAME          default: zh-en-translate
 #   ALLOW_UNAUTHENTICATED  1 = public HTTP endpoint; default: callers need roles/run.invoker (send an identity token)
 #   PART_INSTANCES         most instances of the parts function, i.e. parts translated at once (default: 100)
+#   FILE_INSTANCES         most instances of the file function, i.e. uploads translated at once (default: 100)
+#   MAX_DELIVERY_ATTEMPTS  deliveries of a failing event before it goes to the dead-letter topic (5-100; default 5)
+#   MAX_EVENT_AGE          how long a failing event is retried at most (10m-7d; default 6h, like the SAM template)
 #   STAGE_DIR              where `deploy` assembles the source (default: a new temporary folder)
 # Needs the Google Cloud CLI (gcloud), logged in with rights to create functions, buckets and IAM bindings.
 set -euo pipefail
@@ -37,11 +45,21 @@ RUNTIME="python311"            # the Python of requirements/runtime-gcp.txt
 MEMORY="2Gi"
 CPU="1"
 HTTP_TIMEOUT="300s"
-FILES_TIMEOUT="540s"           # the longest a 2nd gen event-driven function may run
+FILES_TIMEOUT_S=540            # the longest a 2nd gen event-driven function may run
+FILES_TIMEOUT="${FILES_TIMEOUT_S}s"
 FINALIZED="google.cloud.storage.object.v1.finalized"
 PART_INSTANCES="${PART_INSTANCES:-100}"  # the fan-out's concurrency: parts translated at once, at most
+FILE_INSTANCES="${FILE_INSTANCES:-100}"
+MAX_DELIVERY_ATTEMPTS="${MAX_DELIVERY_ATTEMPTS:-5}"
+MAX_EVENT_AGE="${MAX_EVENT_AGE:-6h}"
+DEAD_LETTERS="$NAME-failed-events"
 
 die() { echo "deploy.sh: $*" >&2; exit 2; }
+[[ "$MAX_DELIVERY_ATTEMPTS" =~ ^[0-9]+$ ]] && (( MAX_DELIVERY_ATTEMPTS >= 5 && MAX_DELIVERY_ATTEMPTS <= 100 )) \
+    || die "MAX_DELIVERY_ATTEMPTS must be a number from 5 to 100 (Pub/Sub's dead-letter limits); got '$MAX_DELIVERY_ATTEMPTS'"
+[[ "$MAX_EVENT_AGE" =~ ^[0-9]+[smhd]$ ]] || die "MAX_EVENT_AGE must be a duration such as 6h, 30m or 7d; got '$MAX_EVENT_AGE'"
+[[ "$FILE_INSTANCES" =~ ^[1-9][0-9]*$ && "$PART_INSTANCES" =~ ^[1-9][0-9]*$ ]] \
+    || die "FILE_INSTANCES and PART_INSTANCES must be positive numbers"
 
 stage() {  # the same files the Dockerfile's `cloudrun` image holds, plus requirements.txt for the buildpack
     local dir="$1" source
@@ -57,7 +75,11 @@ stage() {  # the same files the Dockerfile's `cloudrun` image holds, plus requir
     cp "$REPO_ROOT/requirements/runtime-gcp.txt" "$source/requirements.txt"
     printf '%s\n' '__pycache__/' '*.pyc' > "$source/.gcloudignore"
     cp "$REPO_ROOT/infra/gcp/env.yaml" "$dir/env-http.yaml"
-    { cat "$REPO_ROOT/infra/gcp/env.yaml"; printf 'TRANSLATE_OUTPUT_BUCKET: "%s"\n' "$OUTPUT"; } > "$dir/env-files.yaml"
+    {
+        cat "$REPO_ROOT/infra/gcp/env.yaml"
+        printf 'TRANSLATE_OUTPUT_BUCKET: "%s"\n' "$OUTPUT"
+        printf 'TRANSLATE_EVENT_TIMEOUT_S: "%s"\n' "$FILES_TIMEOUT_S"  # the event functions' --timeout
+    } > "$dir/env-files.yaml"
 }
 
 if [[ "$MODE" == "stage" ]]; then
@@ -141,8 +163,8 @@ note "6. the file function: uploads to gs://$INPUT are translated into gs://$OUT
 run gcloud functions deploy "$NAME-files" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
     --source "$STAGE/source" --entry-point translate_storage_event \
     --trigger-event-filters "type=$FINALIZED" --trigger-event-filters "bucket=$INPUT" --trigger-location "$REGION" \
-    --trigger-service-account "$SA" \
-    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" \
+    --trigger-service-account "$SA" --retry \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$FILE_INSTANCES" \
     --service-account "$SA" --env-vars-file "$STAGE/env-files.yaml"
 run gcloud functions add-invoker-policy-binding "$NAME-files" --project "$PROJECT" --region "$REGION" \
     --member "serviceAccount:$SA"
@@ -156,5 +178,32 @@ run gcloud functions deploy "$NAME-parts" --gen2 --project "$PROJECT" --region "
     --service-account "$SA" --env-vars-file "$STAGE/env-files.yaml"
 run gcloud functions add-invoker-policy-binding "$NAME-parts" --project "$PROJECT" --region "$REGION" \
     --member "serviceAccount:$SA"
+
+note "8. failed events: retried with backoff, then kept in the dead-letter topic $DEAD_LETTERS"
+exists gcloud pubsub topics describe "$DEAD_LETTERS" --project "$PROJECT" \
+    || run gcloud pubsub topics create "$DEAD_LETTERS" --project "$PROJECT"
+exists gcloud pubsub subscriptions describe "$DEAD_LETTERS-kept" --project "$PROJECT" \
+    || run gcloud pubsub subscriptions create "$DEAD_LETTERS-kept" --project "$PROJECT" --topic "$DEAD_LETTERS" \
+        --message-retention-duration 7d --expiration-period never
+if [[ "$MODE" == "deploy" ]]; then
+    PUBSUB_AGENT="service-$(gcloud projects describe "$PROJECT" --format 'value(projectNumber)')@gcp-sa-pubsub.iam.gserviceaccount.com"
+else
+    PUBSUB_AGENT='service-$(gcloud projects describe '"$PROJECT"' --format value\(projectNumber\))@gcp-sa-pubsub.iam.gserviceaccount.com'
+fi
+run gcloud pubsub topics add-iam-policy-binding "$DEAD_LETTERS" --project "$PROJECT" \
+    --member "serviceAccount:$PUBSUB_AGENT" --role roles/pubsub.publisher
+for FUNCTION in "$NAME-files" "$NAME-parts"; do
+    if [[ "$MODE" == "deploy" ]]; then
+        TRIGGER="$(gcloud functions describe "$FUNCTION" --gen2 --project "$PROJECT" --region "$REGION" --format 'value(eventTrigger.trigger)')"
+        SUBSCRIPTION="$(gcloud eventarc triggers describe "$TRIGGER" --format 'value(transport.pubsub.subscription)')"
+    else
+        SUBSCRIPTION='$(gcloud eventarc triggers describe $(gcloud functions describe '"$FUNCTION"' --gen2 --region '"$REGION"' --format value\(eventTrigger.trigger\)) --format value\(transport.pubsub.subscription\))'
+    fi
+    run gcloud pubsub subscriptions update "$SUBSCRIPTION" --project "$PROJECT" \
+        --dead-letter-topic "$DEAD_LETTERS" --max-delivery-attempts "$MAX_DELIVERY_ATTEMPTS" \
+        --message-retention-duration "$MAX_EVENT_AGE" --min-retry-delay 10s --max-retry-delay 600s
+    run gcloud pubsub subscriptions add-iam-policy-binding "$SUBSCRIPTION" --project "$PROJECT" \
+        --member "serviceAccount:$PUBSUB_AGENT" --role roles/pubsub.subscriber
+done
 
 note "done: the URL is in 'gcloud functions describe $NAME --gen2 --region $REGION --format value(serviceConfig.uri)'"

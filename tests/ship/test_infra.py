@@ -116,10 +116,42 @@ def test_fan_out_parts_trigger_the_function_with_retries_and_a_dead_letter_queue
 
     assert bulk.PART_SUFFIX == ".txt" and bulk.DONE_SUFFIX != ".txt" and not bulk.MANIFEST_NAME.endswith(".txt")
     assert template["Parameters"]["WorkPrefix"]["Default"] == RuntimeConfig().work_prefix
-    assert function["Properties"]["EventInvokeConfig"]["MaximumRetryAttempts"] == 2
-    dead_letters = function["Properties"]["DeadLetterQueue"]
-    assert dead_letters == {"Type": "SQS", "TargetArn": {"Fn::GetAtt": ["FailedEventsQueue", "Arn"]}}
-    assert template["Resources"]["FailedEventsQueue"]["Type"] == "AWS::SQS::Queue"
+
+
+def test_failed_async_invocations_go_to_an_sqs_on_failure_destination(
+    template: dict[str, Any], function: dict[str, Any]
+) -> None:
+    invoke = function["Properties"]["EventInvokeConfig"]
+    # the retry count and the maximum event age are parameters, within Lambda's own bounds
+    assert invoke["MaximumRetryAttempts"] == {"Ref": "AsyncRetryAttempts"}
+    assert invoke["MaximumEventAgeInSeconds"] == {"Ref": "MaxEventAgeSeconds"}
+    retries, age = template["Parameters"]["AsyncRetryAttempts"], template["Parameters"]["MaxEventAgeSeconds"]
+    assert (retries["MinValue"], retries["MaxValue"], retries["Default"]) == (0, 2, 2)
+    assert (age["MinValue"], age["MaxValue"], age["Default"]) == (60, 21600, 21600)
+    # an event that fails every attempt (or expires) lands in the queue, with its error
+    assert invoke["DestinationConfig"]["OnFailure"] == {
+        "Type": "SQS",
+        "Destination": {"Fn::GetAtt": ["FailedEventsQueue", "Arn"]},
+    }
+    queue = template["Resources"]["FailedEventsQueue"]
+    assert queue["Type"] == "AWS::SQS::Queue"
+    assert queue["Properties"]["MessageRetentionPeriod"] == 1209600  # 14 days, SQS's longest
+    assert "DeadLetterQueue" not in function["Properties"]  # one place for failed events, not two
+    assert template["Outputs"]["FailedEventsQueue"]["Value"] == {"Ref": "FailedEventsQueue"}
+
+
+def test_reserved_concurrency_is_a_parameter_that_caps_the_function(
+    template: dict[str, Any], function: dict[str, Any]
+) -> None:
+    parameter = template["Parameters"]["ReservedConcurrency"]
+    assert parameter["Type"] == "Number" and parameter["MinValue"] == 0 and parameter["Default"] == 0
+    # 0 means "no reservation" (Lambda's own 0 would stop every invocation), so the property is left out then
+    assert template["Conditions"]["ReserveConcurrency"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "ReservedConcurrency"}, 0]}]
+    }
+    assert function["Properties"]["ReservedConcurrentExecutions"] == {
+        "Fn::If": ["ReserveConcurrency", {"Ref": "ReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
+    }
 
 
 def test_output_bucket_differs_from_the_input_bucket(template: dict[str, Any], function: dict[str, Any]) -> None:
@@ -160,9 +192,11 @@ def test_every_runtime_setting_is_a_parameter_with_the_runtime_default(
 ) -> None:
     environment = function["Properties"]["Environment"]["Variables"]
     assert set(environment) == ENV_VARS, "the template's environment must list every TRANSLATE_* variable"
+    # the event time limit is the function's own timeout (Lambda also reports the time left itself)
+    assert environment[runtime_config.ENV_EVENT_TIMEOUT_S] == function["Properties"]["Timeout"]
     defaults = {}
     for variable, value in environment.items():
-        if variable == runtime_config.ENV_OUTPUT_BUCKET:
+        if variable in (runtime_config.ENV_OUTPUT_BUCKET, runtime_config.ENV_EVENT_TIMEOUT_S):
             continue
         parameter = template["Parameters"][value["Ref"]]
         assert variable in parameter["Description"]
@@ -253,6 +287,52 @@ def test_gcp_parts_function_fans_out_on_the_output_bucket_with_retries(gcloud_co
     assert flags["--env-vars-file"][0].endswith("env-files.yaml")  # writes the output bucket like the files function
 
 
+DEAD_LETTERS = "zh-en-translate-failed-events"
+
+
+def test_gcp_event_functions_retry_and_then_dead_letter_failed_events(gcloud_commands: list[list[str]]) -> None:
+    # both event functions retry failed events, at most 100 instances each (bounds cost)
+    for entry_point in ("translate_storage_event", "translate_part_event"):
+        flags = _deploy(gcloud_commands, entry_point)
+        assert "--retry" in flags and flags["--max-instances"] == ["100"]
+    # a dead-letter topic, with a subscription that keeps what lands there
+    assert ["gcloud", "pubsub", "topics", "create", DEAD_LETTERS, "--project", "my-project"] in gcloud_commands
+    kept = next(c for c in gcloud_commands if c[:4] == ["gcloud", "pubsub", "subscriptions", "create"])
+    assert kept[4] == f"{DEAD_LETTERS}-kept" and _flags(kept)["--topic"] == [DEAD_LETTERS]
+    assert _flags(kept)["--message-retention-duration"] == ["7d"]
+    # each function's Eventarc subscription: backoff, a bounded number of deliveries and age, then the topic
+    updates = [c for c in gcloud_commands if c[:4] == ["gcloud", "pubsub", "subscriptions", "update"]]
+    assert [next(f for f in ("files", "parts") if f"zh-en-translate-{f} " in c[4]) for c in updates] == [
+        "files",
+        "parts",
+    ]
+    for update in updates:
+        flags = _flags(update)
+        assert flags["--dead-letter-topic"] == [DEAD_LETTERS]
+        assert flags["--max-delivery-attempts"] == ["5"]
+        assert flags["--message-retention-duration"] == ["6h"]  # the SAM template's MaxEventAgeSeconds default
+        assert flags["--min-retry-delay"] == ["10s"] and flags["--max-retry-delay"] == ["600s"]
+    # Pub/Sub's service agent may publish to the topic and pull from the subscriptions it forwards
+    roles = [_flags(c)["--role"][0] for c in gcloud_commands if c[2:4] == ["topics", "add-iam-policy-binding"]]
+    roles += [_flags(c)["--role"][0] for c in gcloud_commands if c[2:4] == ["subscriptions", "add-iam-policy-binding"]]
+    assert roles == ["roles/pubsub.publisher", "roles/pubsub.subscriber", "roles/pubsub.subscriber"]
+
+
+def test_gcp_retry_settings_are_parameters_with_pubsub_limits() -> None:
+    environ = {"GCP_PROJECT": "p", "INPUT_BUCKET": "a-in", "OUTPUT_BUCKET": "a-out"}
+    custom = _deploy_print(**environ, MAX_DELIVERY_ATTEMPTS="12", MAX_EVENT_AGE="2d", FILE_INSTANCES="7")
+    assert custom.returncode == 0, custom.stderr
+    commands = [shlex.split(line) for line in custom.stdout.splitlines() if line.startswith("gcloud ")]
+    updates = [_flags(c) for c in commands if c[:4] == ["gcloud", "pubsub", "subscriptions", "update"]]
+    assert [(u["--max-delivery-attempts"], u["--message-retention-duration"]) for u in updates] == [
+        (["12"], ["2d"])
+    ] * 2
+    assert _deploy(commands, "translate_storage_event")["--max-instances"] == ["7"]
+    for name, value in (("MAX_DELIVERY_ATTEMPTS", "4"), ("MAX_DELIVERY_ATTEMPTS", "101"), ("MAX_EVENT_AGE", "soon")):
+        refused = _deploy_print(**environ, **{name: value})
+        assert refused.returncode == 2 and name in refused.stderr, refused.stderr
+
+
 def test_gcp_deploy_refuses_one_bucket_for_input_and_output() -> None:
     result = _deploy_print(GCP_PROJECT="p", INPUT_BUCKET="same", OUTPUT_BUCKET="same")
     assert result.returncode == 2
@@ -262,7 +342,12 @@ def test_gcp_deploy_refuses_one_bucket_for_input_and_output() -> None:
 def test_gcp_settings_are_runtime_variables_with_runtime_defaults() -> None:
     settings = yaml.safe_load(GCP_ENV.read_text())
     assert all(isinstance(v, str) for v in settings.values()), "env-vars-file values must be strings"
-    assert set(settings) == ENV_VARS - {runtime_config.ENV_BUNDLE_DIR, runtime_config.ENV_OUTPUT_BUCKET}
+    set_by_deploy = {
+        runtime_config.ENV_BUNDLE_DIR,
+        runtime_config.ENV_OUTPUT_BUCKET,
+        runtime_config.ENV_EVENT_TIMEOUT_S,
+    }
+    assert set(settings) == ENV_VARS - set_by_deploy
     assert RuntimeConfig.from_env(settings) == RuntimeConfig()
 
 
@@ -297,6 +382,12 @@ def test_gcp_staged_source_holds_the_cloudrun_image_files(tmp_path: Path, tiny_b
     assert (source / "requirements.txt").read_bytes() == (REPO_ROOT / "requirements" / "runtime-gcp.txt").read_bytes()
     files_env = yaml.safe_load((stage / "env-files.yaml").read_text())
     assert files_env[runtime_config.ENV_OUTPUT_BUCKET] == "uploads-out"
+    # the event functions' deadline is their --timeout (Cloud Functions reports no time left)
+    printed = _deploy_print(GCP_PROJECT="p", INPUT_BUCKET="a-in", OUTPUT_BUCKET="a-out").stdout
+    commands = [shlex.split(line) for line in printed.splitlines() if line.startswith("gcloud ")]
+    for entry_point in ("translate_storage_event", "translate_part_event"):
+        assert _deploy(commands, entry_point)["--timeout"] == [f"{files_env[runtime_config.ENV_EVENT_TIMEOUT_S]}s"]
+    assert RuntimeConfig.from_env(files_env).event_timeout_s == 540
     assert runtime_config.ENV_OUTPUT_BUCKET not in yaml.safe_load((stage / "env-http.yaml").read_text())
 
 
