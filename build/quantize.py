@@ -125,7 +125,7 @@ def quantize_pair(
 
     encoder = quantize_graph(fp32[0], staging / bundle.ENCODER_ONNX, settings)
     decoder = quantize_graph(fp32[1], staging / bundle.DECODER_ONNX, settings)
-    if settings.share_tied_embedding:
+    if settings.share_tied_embedding and settings.weight_type == "qint8":
         tied = find_tied_embedding_across(fp32[0], fp32[1])
         if tied is not None:
             share_embedding_between_graphs(encoder, decoder, *tied, staging / bundle.SHARED_EMBEDDING)
@@ -162,9 +162,13 @@ def share_embedding_between_graphs(
     import onnx
     from onnx import external_data_helper
 
+    from handler import bundle
+
     projection_q = f"{projection}_quantized"
     decoder = onnx.load(str(decoder_path))
     by_name = {t.name: t for t in decoder.graph.initializer}
+    if by_name[projection_q].data_type != onnx.TensorProto.INT8:
+        return  # the runtime shares INT8 tables only (weight_type qint8, the default)
     encoder = onnx.load(str(encoder_path))
     for name in (projection_q, f"{projection}_scale", f"{projection}_zero_point"):
         copy = onnx.TensorProto()
@@ -176,6 +180,10 @@ def share_embedding_between_graphs(
     for path in (encoder_path, decoder_path):
         model = onnx.load(str(path))
         tensor = next(t for t in model.graph.initializer if t.name == projection_q)
+        shared_name = bundle.SHARED_EMBEDDING_INITIALIZER  # the name the runtime shares between its sessions
+        tensor.name = shared_name
+        for node in model.graph.node:
+            node.input[:] = [shared_name if name == projection_q else name for name in node.input]
         external_data_helper.set_external_data(tensor, location=shared_file.name, offset=0)
         tensor.ClearField("raw_data")
         tensor.data_location = onnx.TensorProto.EXTERNAL

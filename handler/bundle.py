@@ -46,8 +46,11 @@ TARGET_SPM = "target.spm"
 VOCAB_JSON = "vocab.json"
 TOKENIZER_FILES = (SOURCE_SPM, TARGET_SPM, VOCAB_JSON)
 MODEL_FILES = (ENCODER_ONNX, DECODER_ONNX)
-# optional: a tied embedding both graphs read (ONNX external data), stored once; the manifest lists it when present
+# optional: a tied embedding both graphs read (ONNX external data), stored once; the manifest lists it when present.
+# It holds the INT8 initializer SHARED_EMBEDDING_INITIALIZER, [d_model, vocab_size], the decoder's output projection
+# (the encoder and the decoder look tokens up in its columns); the runtime loads it once for both sessions.
 SHARED_EMBEDDING = "embedding.bin"
+SHARED_EMBEDDING_INITIALIZER = "shared_embedding_int8"
 # CSANMT's tokenizer files (default names; the manifest's "tokenizer" section names them)
 CSANMT_BPE_CODES = "bpe.zh"
 CSANMT_SOURCE_VOCAB = "src_vocab.txt"

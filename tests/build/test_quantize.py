@@ -208,7 +208,7 @@ def test_a_tied_embedding_is_stored_once_for_both_graphs(tiny_marian_dir: Path, 
         graph = onnx.load(str(graph_path), load_external_data=False)
         tables = [t for t in graph.graph.initializer if list(t.dims) in ([vocab, d_model], [d_model, vocab])]
         assert [(t.name, t.data_location, t.external_data[0].value) for t in tables] == [
-            ("lm_head_t_quantized", onnx.TensorProto.EXTERNAL, bundle.SHARED_EMBEDDING)
+            (bundle.SHARED_EMBEDDING_INITIALIZER, onnx.TensorProto.EXTERNAL, bundle.SHARED_EMBEDDING)
         ]
     size = sum(p.stat().st_size for p in (*once, shared))
     # two INT8 copies fewer (the encoder holds a copy of the per-token scales, V floats, which the table had too)
@@ -223,3 +223,17 @@ def test_a_tied_embedding_is_stored_once_for_both_graphs(tiny_marian_dir: Path, 
     # per-token scales of the shared table are at least as close to FP32 as the encoder's own INT8 table
     assert np.abs(with_once - reference).mean() < 1.5 * np.abs(with_twice - reference).mean()
     assert (with_once.argmax(-1) == reference.argmax(-1)).mean() > 0.9
+
+
+def test_a_shared_embedding_of_the_wrong_size_is_refused_naming_the_file(tiny_bundle_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from handler.errors import BundleError
+    from handler.onnx_model import OnnxMarian
+
+    folder = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle_dir, folder)
+    (folder / bundle.SHARED_EMBEDDING).write_bytes(b"\0" * 1000)
+    spec = bundle.Manifest.from_dict(json.loads((folder / bundle.MANIFEST).read_text(encoding="utf-8"))).model
+    with pytest.raises(BundleError, match=r"embedding\.bin holds 1,000 bytes, but an INT8 embedding of"):
+        OnnxMarian(folder / bundle.ENCODER_ONNX, folder / bundle.DECODER_ONNX, spec)
