@@ -206,12 +206,17 @@ class HttpApi:
         self.max_body_bytes = 12 * self.config.max_chars + 64 * self.config.max_texts + 65_536
 
     # --- entry point --------------------------------------------------------------------------------------
-    def handle(self, request: HttpRequest) -> HttpResponse:
+    def handle(self, request: HttpRequest, refused: TranslatorError | None = None) -> HttpResponse:
+        """The response to ``request``. ``refused``: the adapter could not decode the request (a body that is not
+        the base64 its event says), and that error is the answer, finished like every other (request id, headers,
+        access line)."""
         began = time.perf_counter()
         request_id = request_id_for(request.headers, request.platform_request_id)
         token = current_request_id.set(request_id)
         try:
-            response, error_code = self._answer(request)
+            response, error_code = (
+                (response_for_error(refused), refused.code) if refused is not None else self._answer(request)
+            )
             response.headers.update(self._cors_headers(request))
             for name, value in SECURITY_HEADERS.items():
                 response.headers.setdefault(name, value)
@@ -252,6 +257,7 @@ class HttpApi:
 
     def _log(self, request: HttpRequest, response: HttpResponse, error_code: str | None, began: float) -> None:
         fields: dict[str, object] = {
+            "request_id": current_request_id.get(),  # as a field too, for a host's own formatter (Lambda's)
             "method": request.method,
             "route": self._route_name(request),
             "status": response.status,

@@ -8,6 +8,7 @@ text (our API, the drop-in APIs, the query string, a path, an error) never reach
 from __future__ import annotations
 
 import json
+import logging
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -185,3 +186,19 @@ def test_an_unexpected_error_logs_its_traceback_and_answers_without_it(
     assert failure["request_id"] == "r-500" and "Traceback" in failure["exception"] and "boom" in failure["exception"]
     access = next(line for line in lines if line["logger"] == "handler.access")
     assert access["status"] == 500 and access["severity"] == "ERROR" and access["error_code"] == "internal_error"
+
+
+def test_a_request_the_adapter_could_not_decode_is_answered_like_any_other(
+    startup: Startup, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN an adapter that could not decode a request (a Lambda body that is not the base64 its event says)
+    from handler.errors import InvalidRequestError
+
+    request = HttpRequest.create("POST", "/translate", {"X-Request-Id": "r-bad-body"})
+    with caplog.at_level(logging.INFO, logger="handler.access"):
+        response = HttpApi(startup).handle(request, refused=InvalidRequestError("the body is not base64"))
+    # THEN the refusal carries the request id and the headers, and has its access line
+    assert response.status == 400 and json.loads(response.body)["error"]["code"] == "invalid_request"
+    assert response.headers["X-Request-Id"] == "r-bad-body" and response.headers["X-Content-Type-Options"] == "nosniff"
+    lines = [record for record in caplog.records if record.name == "handler.access"]
+    assert len(lines) == 1 and lines[0].request_id == "r-bad-body" and lines[0].status == 400  # type: ignore[attr-defined]
