@@ -25,13 +25,14 @@ import logging
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote_plus, urlencode
+from urllib.parse import urlencode
 
 from handler.access_log import configure_logging
 from handler.bulk import handle_object_event
 from handler.errors import InvalidRequestError
+from handler.events import s3_created_objects
 from handler.http_api import HttpApi, HttpRequest, HttpResponse, response_for_error
-from handler.object_store import ObjectRef, S3Store
+from handler.object_store import S3Store
 from handler.startup import Startup, start
 from handler.storage_retry import RetryingStore, RetryPolicy, TransientAware
 
@@ -91,6 +92,9 @@ class LambdaAdapter:
         except binascii.Error as error:
             bad_body = InvalidRequestError(f"the event says the body is base64 but it is not: {error}")
             return _proxy_response(response_for_error(bad_body))
+        except (KeyError, TypeError, AttributeError, ValueError) as error:  # a field missing or of the wrong type
+            malformed = InvalidRequestError(f"the {kind} event is malformed: {type(error).__name__}: {error}")
+            return _proxy_response(response_for_error(malformed))
         return _proxy_response(self.http.handle(request))
 
     def handle_s3(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -98,13 +102,7 @@ class LambdaAdapter:
         deadline = self._deadline(context)
         store = RetryingStore(self.store, deadline, self.retry)
         results = []
-        for record in event["Records"]:
-            name = str(record.get("eventName", ""))
-            if not name.startswith("ObjectCreated:"):
-                logger.info("ignoring S3 event %s", name)
-                continue
-            s3 = record["s3"]
-            source = ObjectRef("s3", s3["bucket"]["name"], unquote_plus(s3["object"]["key"]))
+        for source in s3_created_objects(event):  # every record checked before any work
             results.append(handle_object_event(store, source, service, self.startup.config, deadline=deadline))
         return {"results": results}
 

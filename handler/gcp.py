@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import flask
@@ -31,8 +32,9 @@ from cloudevents.http.event import CloudEvent
 
 from handler.access_log import configure_logging
 from handler.bulk import BulkError, handle_object_event
+from handler.events import storage_object
 from handler.http_api import HttpApi, HttpRequest
-from handler.object_store import GcsStore, ObjectRef
+from handler.object_store import GcsStore
 from handler.startup import Startup, start
 from handler.storage_retry import RetryingStore, RetryPolicy, TransientAware
 
@@ -69,20 +71,20 @@ class GcpAdapter:
         config = self.startup.config
         deadline = arrived + config.event_timeout_s - config.deadline_margin_s
         service = self.startup.require_service()
-        source = ObjectRef("gs", str(data["bucket"]), str(data["name"]))
+        source = storage_object(data)
         store = RetryingStore(self.store, deadline, self.retry)
         return handle_object_event(store, source, service, config, deadline=deadline)
 
     def handle_part_event(self, event_type: str, data: Any) -> dict[str, Any] | None:
         """A finalize event of the output bucket: a fan-out part is translated, anything else ignored."""
-        name = str(data.get("name", ""))
+        name = str(data.get("name", "")) if isinstance(data, Mapping) else ""
         if event_type == STORAGE_FINALIZED and not name.startswith(self.startup.config.work_prefix):
             return None  # a translation or another object of the output bucket: nothing to do, and no model needed
         try:
             return self.handle_storage_event(event_type, data)
         except BulkError as error:  # retrying cannot mend an inconsistent job (the function runs with --retry)
-            logger.error("not retrying %s: %s", data.get("name"), error)
-            return {"source": str(data.get("name")), "status": "failed", "reason": str(error)}
+            logger.error("not retrying %s: %s", name, error)
+            return {"source": name, "status": "failed", "reason": str(error)}
 
 
 def _path_and_query(request: flask.Request) -> str:
