@@ -1,8 +1,9 @@
 """Pathological texts a demanding user sends, each 20,000 characters (the default TRANSLATE_MAX_CHARS) or less.
 
 Shared by the hostile-input tests (``tests/fuzz/test_pathological_texts.py``) and the measurement behind the
-README's bounds: ``.venv/bin/python -m tests.fuzz.pathological`` posts each text to a real HTTP server on loopback
-serving the shipped default bundle with the default configuration and prints the seconds each one took.
+README's bounds: ``.venv/bin/python -m tests.fuzz.pathological`` (``REPEATS=3``, ``CLASSES=name,name`` to
+choose) posts each text to a real HTTP server on loopback serving the shipped default bundle with the default
+configuration and prints the seconds each one took.
 """
 
 from __future__ import annotations
@@ -85,13 +86,16 @@ def _measure() -> None:  # pragma: no cover - a measurement, run by hand
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     repeats = int(os.environ.get("REPEATS", "3"))
+    only = {name.strip() for name in os.environ.get("CLASSES", "").split(",") if name.strip()}
     print(f"threads {startup.config.intra_op_threads}, beam {startup.config.beam_size}, {repeats} runs each")
     print("| class | characters | status | seconds (min / max) | output characters |")
     for case in pathological_texts():
+        if only and case.name not in only:
+            continue
         body = json.dumps({"text": case.text}).encode("utf-8")
         seconds = []
         for _ in range(repeats):
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=3_600)
             began = time.perf_counter()
             connection.request("POST", "/translate", body, {"Content-Type": "application/json"})
             response = connection.getresponse()
