@@ -38,6 +38,7 @@ export BUNDLE_IS_CSANMT := import json, os, sys; folder = os.environ.get("TRANSL
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
 	--no-emit-index-url --no-emit-find-links
 
+.PHONY: mutation
 .PHONY: help run test lint model train eval fidelity bench image image-gcp deploy-aws deploy-gcp lock clean distclean \
 	browser dev-env run-env model-argument audit loadtest
 
@@ -50,6 +51,7 @@ help:
 	@echo "make eval                   BLEU/chrF++ of the bundles on the dev set (data/corpus, or TRANSLATE_CORPUS_DIR)"
 	@echo "make fidelity [FIDELITY_ARGS=--dev --guards --tiny]   spans, amounts, glossary, markup kept, per class"
 	@echo "make bench [BENCH_ARGS=--quick]   this runtime beside CTranslate2 and transformers; writes docs/benchmarks.md"
+	@echo "make mutation [MUTANTS='handler.segmentation*']   mutmut over handler/ (hours; see docs/mutation.md)"
 	@echo "make loadtest [LOADTEST_ARGS=--quick]   load + soak of make run's server with locust (long; see docs/loadtest.md)"
 	@echo "make image / image-gcp      container images for AWS Lambda / Cloud Run (needs Docker; MODEL=... bakes another)"
 	@echo "make deploy-aws / deploy-gcp   print the deployment commands; DEPLOY=1 runs them"
@@ -163,6 +165,15 @@ bench: $(DEV_STAMP)
 # RSS growth >= 30 MB. LOADTEST_ARGS="--quick" takes under a minute; --requests/--soak-requests/--bundle choose.
 loadtest: $(DEV_STAMP) $(RUN_STAMP)
 	$(VENV)/bin/python -m bench.loadtest --server-venv $(RUN_VENV) $(LOADTEST_ARGS)
+
+# mutmut over handler/ (configured in pyproject.toml [tool.mutmut]; its copy of the project is mutants/). Not part
+# of make test: hours for all of handler/ on 2 cores. MUTANTS chooses mutants by name (e.g. 'handler.config*');
+# the results are kept in mutants/ and a rerun tests only what changed. Scores per module: docs/mutation.md.
+MUTANTS ?=
+MUTATION_CHILDREN ?= 2
+mutation: $(DEV_STAMP)
+	$(VENV)/bin/mutmut run --max-children $(MUTATION_CHILDREN) $(MUTANTS)
+	$(VENV)/bin/python -m tests.mutation_scores
 
 # ---- images and deployment ----------------------------------------------------------------------------------
 image:
