@@ -16,7 +16,8 @@ parent's ``time.time()`` just before it started this process. The process then m
 
 Every output has exactly ``forced_tokens`` tokens, checked after every call: the end of sentence is banned before
 that many tokens and the length is capped there (this runtime: ``min_new_tokens`` = ``max_new_tokens`` =
-tokens + 1, the last one the forced ``</s>``, which costs no decoder step; CTranslate2: ``min_decoding_length`` =
+tokens + 1, the last one the forced ``</s>``, which costs no decoder step; CSANMT's search: both = tokens;
+CTranslate2: ``min_decoding_length`` =
 ``max_decoding_length``; transformers: ``min_new_tokens`` = ``max_new_tokens``). So every engine runs
 ``forced_tokens`` decoder steps per hypothesis. No repetition guard or penalty anywhere: the same search.
 
@@ -74,7 +75,9 @@ def _runtime(job: dict[str, Any]) -> tuple[Callable[[str], str], Decode]:
 
     service = runtime.get_service(RuntimeConfig(bundle_dir=Path(job["model_dir"]), threads=job["threads"]))
     loaded = service.model
-    steps = job["forced_tokens"] + 1  # the tokens, then the forced </s> (no decoder step)
+    # Marian: the tokens, then the forced </s> (no decoder step); CSANMT's search counts the tokens it produces
+    extra = 0 if loaded.manifest.family == "csanmt" else 1
+    steps = job["forced_tokens"] + extra
 
     def decode(batch: Sequence[Sequence[int]], beam_size: int) -> list[list[int]]:
         ids, mask = pad_batch([list(row) for row in batch], loaded.spec.pad_id)

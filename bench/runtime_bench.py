@@ -77,9 +77,9 @@ RANDOM_MODEL_THRESHOLDS = {
     "int8_top1_agreement": 0.0,
     "int8_greedy_exact_match": 0.0,
 }
-FULL = Workload(forced_tokens=FORCED_TOKENS, batch1_sentences=4, batch_size=16, repeats=3, beam_size=BEAM_SIZE)
+FULL = Workload(forced_tokens=FORCED_TOKENS, batch1_sentences=2, batch_size=16, repeats=3, beam_size=BEAM_SIZE)
 QUICK = Workload(forced_tokens=8, batch1_sentences=1, batch_size=4, repeats=1, beam_size=BEAM_SIZE)
-WORKLOAD_SENTENCES = {"full": 96, "quick": 4}
+WORKLOAD_SENTENCES = {"full": 32, "quick": 2}
 REQUEST_TEXTS = 32  # texts per request of the cost workload
 
 # --- building the model ---------------------------------------------------------------------------------------
@@ -348,7 +348,8 @@ def document(
         "tokens per hypothesis (end of sentence banned before, length capped there), no repetition guard, "
         "threads: 2 intra-op, 1 inter-op (CTranslate2 `intra_threads=2, inter_threads=1`, int8; transformers "
         "`torch.set_num_threads(2)`, FP32 `generate`; this runtime `TRANSLATE_THREADS=2`).",
-        f"- Each engine in fresh processes (`bench.engines`), {results[0].rounds} round(s), the engine order rotated "
+        f"- Each engine in fresh processes (`bench.engines`), {results[0].rounds} round(s) (CSANMT: its own count, "
+        "below), the engine order rotated "
         "every round; a cell is the median over the processes, (min–max) in brackets. transformers (the slow FP32 "
         f"reference, not a target) runs in {transformers_rounds} round(s) only, one timed call per figure and one "
         "batch-1 sentence.",
@@ -447,7 +448,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke test: default model, one short round")
     parser.add_argument("--out", type=Path, help=f"the Markdown to write (default {DOCS_OUT}; quick: {QUICK_OUT})")
     parser.add_argument("--csanmt-bundle", type=Path, help="also measure this full-size CSANMT bundle (runtime only)")
+    parser.add_argument(
+        "--opus-bundle", type=Path, help="this runtime's bundle of the opus-mt-sized checkpoint (default: build one)"
+    )
+    parser.add_argument("--csanmt-rounds", type=int, default=1, help="rounds for the CSANMT model (default 1)")
     parser.add_argument("--csanmt-build", action="store_true", help="build the full-size random CSANMT and measure it")
+    parser.add_argument(
+        "--transformers-on",
+        default="opus-mt-sized,default",
+        help="models transformers runs on, comma-separated (default both: opus-mt-sized,default; '' = none)",
+    )
     parser.add_argument("--figures-json", type=Path, help="also write every engine's medians as JSON here")
     parser.add_argument("--work-dir", type=Path, default=BENCH_DIR, help=f"model cache (default {BENCH_DIR})")
     args = parser.parse_args(argv)
@@ -461,8 +471,18 @@ def main(argv: list[str] | None = None) -> int:
     sizes = None
     if not args.quick:
         opus, sizes = opus_mt_setup(args.work_dir, args.rebuild)
+        if args.opus_bundle is not None:
+            note = f"this runtime's bundle: `{args.opus_bundle}` (`--opus-bundle`), exported from the same checkpoint"
+            opus = replace(opus, bundle_dir=args.opus_bundle.resolve(), notes=opus.notes + (note,))
+            sizes = None
         setups.append(opus)
     setups.append(default_setup(args.work_dir, args.rebuild))
+    with_transformers = {key.strip() for key in args.transformers_on.split(",") if key.strip()}
+    skipped = ("transformers was not run on this model (`--transformers-on`)",)
+    setups = [
+        setup if setup.key in with_transformers else replace(setup, checkpoint_dir=None, notes=setup.notes + skipped)
+        for setup in setups
+    ]
     csanmt = csanmt_setup(args.work_dir, args.csanmt_bundle, args.csanmt_build)
     if csanmt is not None:
         setups.append(csanmt)
@@ -475,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run_setup(
             setup,
             workload,
-            rounds,
+            min(rounds, args.csanmt_rounds) if setup is csanmt else rounds,
             args.threads,
             progress=lambda line: print(line, flush=True),
             transformers_rounds=None if args.quick else args.transformers_rounds,
