@@ -74,7 +74,7 @@ def adapter() -> Any:
 
 
 @given(event=v1_events | v2_events | json_values)
-@examples(120)
+@examples(80)
 def test_any_http_event_is_answered_with_a_proxy_response(adapter: Any, event: Any) -> None:
     try:
         response = adapter.handle(event, None)

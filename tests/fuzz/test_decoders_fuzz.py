@@ -205,7 +205,7 @@ content_types = st.one_of(
 
 @needs_shipped_bundle
 @given(body=bodies, content_type=content_types)
-@examples(200)
+@examples(120)
 def test_any_body_posted_to_translate_is_answered_without_a_500(api: HttpApi, body: bytes, content_type: str) -> None:
     headers = {"content-type": content_type} if content_type else {}
     response = api.handle(HttpRequest.create("POST", "/translate", headers, body))
