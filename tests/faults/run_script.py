@@ -3,7 +3,8 @@
 ``LocalRun.start`` runs the script with the test environment's virtual environment and extra variables, and a
 thread collects everything it prints. ``wait_for_verdict`` waits for the watcher's verdict ("ready in ..." or
 "START FAILED ..."); ``call`` sends one HTTP request; ``stop`` sends Ctrl+C (SIGINT to the process group) as a
-user would, and kills the group if it has not stopped within a minute.
+user would, and kills the group if it has not stopped within its grace time (gunicorn itself waits up to 30 s
+for an idle worker).
 """
 
 from __future__ import annotations
@@ -88,12 +89,17 @@ class LocalRun:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def stop(self) -> None:
+    def interrupt(self) -> None:
+        """Ctrl+C, without waiting (``stop`` waits): several servers then stop at the same time."""
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)  # Ctrl+C
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+            os.killpg(self.process.pid, signal.SIGINT)
+
+    def stop(self, grace_s: float = 60.0) -> None:
+        """Ctrl+C, then SIGKILL to the group if it still runs after ``grace_s`` seconds."""
+        self.interrupt()
+        try:
+            self.process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
         self._reader.join(timeout=5)

@@ -115,7 +115,9 @@ def servers(tiny_bundle_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         yield started
     finally:
         for server in started.values():
-            server.stop()
+            server.interrupt()
+        for server in started.values():
+            server.stop(grace_s=5)  # these tests are about the start, not about Ctrl+C (tests/ship has that)
 
 
 @pytest.mark.parametrize("name", list(CASES))
