@@ -105,7 +105,7 @@ def price_lines() -> list[str]:
         amount = (
             f"${price.usd * 1e6:.2f} per million requests"
             if price.unit == "request"
-            else (f"${price.usd:g} per {price.unit}")
+            else f"${price.usd:.10f}".rstrip("0").rstrip(".") + f" per {price.unit}"
         )
         lines.append(f'- {price.what}: {amount}; source: "{price.source}", list price as known on {PRICES_TAKEN}')
     return lines
