@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -58,6 +59,7 @@ SOAK_REQUESTS = 20_000
 CONCURRENCY = 8
 WARMUP_SHARE = 0.10
 MAX_GROWTH_MB = 30.0
+STOP = gevent.event.Event()  # set by SIGINT / SIGTERM: the current phase ends after the requests in flight
 REQUEST_TIMEOUT_S = 900.0  # a request at the limit waits behind up to concurrency - 1 others (one model, a lock)
 QUICK = {"requests": 40, "soak_requests": 40, "max_chars": 300}
 
@@ -72,7 +74,7 @@ def run_phase(
     pending = iter(enumerate(texts))
     outcomes: list[Outcome | None] = [None] * len(texts)
     finished = gevent.event.Event()
-    counter = {"done": 0}
+    counter = {"done": 0, "in_flight": 0}
     phase_began = time.perf_counter()
 
     class TranslateUser(FastHttpUser):
@@ -84,9 +86,12 @@ def run_phase(
         @task
         def translate(self) -> None:
             try:
+                if STOP.is_set():
+                    raise StopIteration
                 index, (size_class, text) = next(pending)
             except StopIteration:
                 raise StopUser() from None
+            counter["in_flight"] += 1
             began = time.perf_counter()
             error: str | None
             try:
@@ -94,6 +99,8 @@ def run_phase(
                     "/translate", json={"text": text}, name=f"/translate [{size_class}]", catch_response=True
                 ) as response:
                     error = check_answer(response.status_code, response.content)
+                    if response.status_code == 0:  # no HTTP answer: say what the connection did
+                        error = f"no HTTP answer: {response.error!r}"
                     if error is None:
                         response.success()
                     else:
@@ -102,6 +109,7 @@ def run_phase(
                 error = f"{type(exception).__name__}: {exception}"
             outcomes[index] = Outcome(size_class, len(text), time.perf_counter() - began, error)
             counter["done"] += 1
+            counter["in_flight"] -= 1
             if counter["done"] % max(1, len(texts) // 10) == 0:
                 rss = sampler.samples[-1].rss_mb if sampler.samples else float("nan")
                 seconds = time.perf_counter() - phase_began
@@ -118,16 +126,18 @@ def run_phase(
     sampler = RssSampler(worker_pid, lambda: counter["done"])
     with sampler:
         runner.start(concurrency, spawn_rate=concurrency)
-        finished.wait()
+        gevent.wait([finished, STOP], count=1)
+        while STOP.is_set() and counter["in_flight"]:  # stopped early: let the requests on the wire finish
+            time.sleep(0.1)
         wall_s = time.perf_counter() - phase_began
         runner.quit()
         for _ in range(SETTLE_SAMPLES):
             time.sleep(1.0)
             sampler.sample()
     done = [outcome for outcome in outcomes if outcome is not None]
-    if len(done) != len(texts):
+    if len(done) != len(texts) and not STOP.is_set():
         raise RuntimeError(f"{name}: {len(texts) - len(done)} requests have no outcome")
-    return PhaseResult(name, mix.name, concurrency, done, wall_s, list(sampler.samples))
+    return PhaseResult(name, mix.name, concurrency, done, wall_s, list(sampler.samples), planned=len(texts))
 
 
 def format_phase(figures: dict[str, Any]) -> list[str]:
@@ -239,7 +249,12 @@ def run_bundle(bundle: str, args: argparse.Namespace, log_dir: Path) -> tuple[li
                 ok = False
                 lines.append(f"  FAIL: {len(phase.errors)} of {len(phase.outcomes)} requests failed; the first ones:")
                 lines += [f"    [{e.size_class}, {e.chars} chars] {e.error}" for e in phase.errors[:10]]
+            if phase.stopped_early:
+                ok = False
+                lines.append(f"  STOPPED EARLY (signal): {len(phase.outcomes):,} of {phase.planned:,} requests done")
             print("\n".join(lines[-len(format_phase(figures)) - 1 :]), flush=True)
+            if STOP.is_set():
+                break
     finally:
         served.stop()
     return lines, results, ok
@@ -270,6 +285,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    for number in (signal.SIGINT, signal.SIGTERM):  # stop early, with the figures of what was done
+        gevent.signal_handler(number, STOP.set)
     command = "python -m bench.loadtest " + " ".join(sys.argv[1:] if argv is None else argv)
     header = [f"$ {command}", *environment_lines(args.server_venv)]
     print("\n".join(header), flush=True)
@@ -281,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
             report += lines
             everything.append(results)
             ok &= bundle_ok
+            if STOP.is_set():
+                break
     report.append(f"total {time.monotonic() - began:,.0f} s; {'PASS' if ok else 'FAIL'}")
     print("\n==== summary\n" + "\n".join(report), flush=True)
     if args.json:
