@@ -33,6 +33,11 @@ class PhaseResult:
     outcomes: list[Outcome]
     wall_s: float
     rss: list[RssSample]
+    planned: int = 0  # requests planned; more than outcomes when the phase was stopped early
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.planned > len(self.outcomes)
 
     @property
     def errors(self) -> list[Outcome]:
