@@ -112,6 +112,11 @@ def write_results(bundle_dir: Path, results: dict[str, object]) -> None:
 
     manifest_path = bundle_dir / bundle.MANIFEST
     manifest = bundle.Manifest.from_dict(json.loads(manifest_path.read_text(encoding="utf-8")))
+    earlier = manifest.quality
+    if "fp32" not in results and "fp32" in earlier:  # the FP32 checkpoint may be gone: keep its measured figures
+        results = {**results, "fp32_earlier": {"dev_set": earlier.get("dev_set"), **earlier["fp32"]}}
+    elif "fp32_earlier" in earlier and "fp32" not in results:
+        results = {**results, "fp32_earlier": earlier["fp32_earlier"]}
     manifest.quality = results
     write_model_card(bundle_dir, manifest)
     manifest.files[bundle.MODEL_CARD] = bundle.file_entry(bundle_dir / bundle.MODEL_CARD)

@@ -87,6 +87,9 @@ def render(manifest: bundle.Manifest) -> str:
         rows = []
         if fp32:
             rows.append(["FP32 ONNX", f"{fp32['bleu']:.2f}", f"{fp32['chrf++']:.2f}"])
+        elif quality.get("fp32_earlier"):
+            earlier = quality["fp32_earlier"]
+            rows.append(["FP32 ONNX (measured earlier, same weights)", f"{earlier['bleu']:.2f}", f"{earlier['chrf++']:.2f}"])
         rows.append(["INT8 ONNX (this bundle)", f"{int8['bleu']:.2f}", f"{int8['chrf++']:.2f}"])
         parts += [
             "",
