@@ -89,7 +89,8 @@ def render(manifest: bundle.Manifest) -> str:
             rows.append(["FP32 ONNX", f"{fp32['bleu']:.2f}", f"{fp32['chrf++']:.2f}"])
         elif quality.get("fp32_earlier"):
             earlier = quality["fp32_earlier"]
-            rows.append(["FP32 ONNX (measured earlier, same weights)", f"{earlier['bleu']:.2f}", f"{earlier['chrf++']:.2f}"])
+            label = "FP32 ONNX (measured earlier, same weights)"
+            rows.append([label, f"{earlier['bleu']:.2f}", f"{earlier['chrf++']:.2f}"])
         rows.append(["INT8 ONNX (this bundle)", f"{int8['bleu']:.2f}", f"{int8['chrf++']:.2f}"])
         parts += [
             "",
@@ -110,10 +111,10 @@ def render(manifest: bundle.Manifest) -> str:
             "",
             "## Rebuilding it from a clone",
             "Everything needed is in the repository: the data (`data/corpus/`), the tokenizer and a resumable "
-            "checkpoint (`model_artifacts/training-checkpoint/`). `make train TRAIN_ARGS=\"--fresh --hours 5\"` "
+            'checkpoint (`model_artifacts/training-checkpoint/`). `make train TRAIN_ARGS="--fresh --hours 5"` '
             "trains from scratch (or, without `--fresh`, resumes the tracked checkpoint), "
-            "`make train TRAIN_ARGS=\"--cooldown-steps 1200\"` then "
-            "`make train TRAIN_ARGS=\"--finalize --from-cooldown\"` write `.train/final`, "
+            '`make train TRAIN_ARGS="--cooldown-steps 1200"` then '
+            '`make train TRAIN_ARGS="--finalize --from-cooldown"` write `.train/final`, '
             "`make model MODEL=.train/final NAME=default LABEL=default-zh-en FORCE=1` builds and verifies the bundle "
             "and `make eval EVAL_ARGS=--write` scores it. This model took "
             f"{training.get('train_hours')} h of training on 2 CPU cores; see the README for the other steps' times.",
