@@ -104,13 +104,16 @@ def test_a_forked_child_runs_the_model_on_its_own_threads_and_exits_promptly(tin
     assert figures["parent_threads"] >= 2, figures  # the parent reopened its sessions on their next use
 
 
-def test_large_graphs_open_lean_without_prepacked_weights_or_arena(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_no_session_keeps_an_arena_and_large_graphs_open_without_prepacked_weights(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from handler import onnx_model
 
     lean = session_options(2, spinning=False, lean=True)
     assert lean.get_session_config_entry("session.disable_prepacking") == "1"
     assert not lean.enable_cpu_mem_arena
-    assert session_options(2, spinning=False).enable_cpu_mem_arena
+    small = session_options(2, spinning=False)
+    assert not small.enable_cpu_mem_arena
+    with pytest.raises(RuntimeError, match="does not have configuration"):  # pre-packing stays on
+        small.get_session_config_entry("session.disable_prepacking")
     graph = tmp_path / "encoder.onnx"
     graph.write_bytes(b"x" * 1000)
     assert not onnx_model.loads_lean(graph, tmp_path / "missing.onnx")
