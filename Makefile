@@ -51,7 +51,7 @@ help:
 	@echo "make eval                   BLEU/chrF++ of the bundles on the dev set (data/corpus, or TRANSLATE_CORPUS_DIR)"
 	@echo "make fidelity [FIDELITY_ARGS=--dev --guards --tiny]   spans, amounts, glossary, markup kept, per class"
 	@echo "make bench [BENCH_ARGS=--quick]   this runtime beside CTranslate2 and transformers; writes docs/benchmarks.md"
-	@echo "make mutation [MUTANTS='handler.segmentation*']   mutmut over handler/ (hours; see docs/mutation.md)"
+	@echo "make mutation [MODULE=handler/config.py] [SAMPLE=N]   mutmut on one module (or all: hours; docs/mutation.md)"
 	@echo "make loadtest [LOADTEST_ARGS=--quick]   load + soak of make run's server with locust (long; see docs/loadtest.md)"
 	@echo "make image / image-gcp      container images for AWS Lambda / Cloud Run (needs Docker; MODEL=... bakes another)"
 	@echo "make deploy-aws / deploy-gcp   print the deployment commands; DEPLOY=1 runs them"
@@ -167,13 +167,20 @@ loadtest: $(DEV_STAMP) $(RUN_STAMP)
 	$(VENV)/bin/python -m bench.loadtest --server-venv $(RUN_VENV) $(LOADTEST_ARGS)
 
 # mutmut over handler/ (configured in pyproject.toml [tool.mutmut]; its copy of the project is mutants/). Not part
-# of make test: hours for all of handler/ on 2 cores. MUTANTS chooses mutants by name (e.g. 'handler.config*');
-# the results are kept in mutants/ and a rerun tests only what changed. Scores per module: docs/mutation.md.
-MUTANTS ?=
+# of make test. MODULE=handler/config.py mutates one module and runs only the tests that reach it (tests/
+# mutation_run.py, TESTS_BY_MODULE); SAMPLE=N checks a seeded random N of its mutants. Without MODULE: every module
+# with the selection of pyproject.toml (hours on 2 cores). Scores per module: docs/mutation.md.
+MODULE ?=
+SAMPLE ?=
 MUTATION_CHILDREN ?= 2
 mutation: $(DEV_STAMP)
-	$(VENV)/bin/mutmut run --max-children $(MUTATION_CHILDREN) $(MUTANTS)
+ifneq ($(MODULE),)
+	$(VENV)/bin/python -m tests.mutation_run $(MODULE) "$(SAMPLE)" $(MUTATION_CHILDREN)
+	$(VENV)/bin/python -m tests.mutation_scores $(MODULE)
+else
+	$(VENV)/bin/mutmut run --max-children $(MUTATION_CHILDREN)
 	$(VENV)/bin/python -m tests.mutation_scores
+endif
 
 # ---- images and deployment ----------------------------------------------------------------------------------
 image:

@@ -20,7 +20,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parent.parent
+
+def _checkout(tests_dir: Path) -> Path:
+    """The checkout holding ``tests/``; in mutmut's working copy (``mutants/`` of a checkout), the enclosing checkout.
+
+    ``make mutation`` runs the tests in ``mutants/`` inside mutmut's own process, which keeps the audit hook after
+    the tests and then walks the real ``handler/``: the enclosing checkout must stay readable, its parent not.
+    """
+    root = tests_dir.parent
+    if root.name == "mutants" and (root.parent / "pyproject.toml").is_file():
+        return root.parent
+    return root
+
+
+CHECKOUT = _checkout(Path(__file__).resolve().parent)
 WATCHED_EVENTS = frozenset({"open", "os.listdir", "os.scandir"})
 BESIDE_DATA = "shared"  # the folder beside the checkout that developer machines (and CI) have and a clone does not
 
