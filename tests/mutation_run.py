@@ -27,7 +27,12 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
         "tests/fuzz/test_segmentation_fuzz.py",
         "tests/mutation_kills/test_segmentation.py",
     ],
-    "handler/file_translation.py": ["tests/runtime_text/test_file_decoding.py", "tests/fuzz/test_decoders_fuzz.py"],
+    "handler/file_translation.py": [
+        "tests/mutation_kills/test_file_translation.py",
+        "tests/runtime_text/test_file_decoding.py",
+        "tests/fuzz/test_decoders_fuzz.py",
+    ],
+    "handler/service.py": ["tests/runtime_text/test_request_limits.py", "tests/fuzz/test_pathological_texts.py"],
 }
 
 

@@ -7,6 +7,8 @@ translations come from the shipped bundle (``tests/fuzz/shipped.py``).
 from __future__ import annotations
 
 import codecs
+import logging
+import re
 import time
 from collections.abc import Mapping
 
@@ -26,6 +28,7 @@ from handler.file_translation import (
     translate_text,
 )
 from handler.object_store import ObjectRef
+from handler.service import TranslateOptions
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_service
 
 
@@ -49,6 +52,12 @@ class DictStore:
     def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None:
         self.objects[ref] = data
         self.metadata[ref] = dict(metadata)
+
+
+class SlowStore(DictStore):
+    def read(self, ref: ObjectRef) -> bytes:
+        time.sleep(0.3)  # past a deadline 0.2 s away
+        return super().read(ref)
 
 
 def ref(key: str, bucket: str = "in") -> ObjectRef:
@@ -95,6 +104,7 @@ def test_a_translation_we_wrote_is_not_translated_again() -> None:
         ("/etc/passwd", "it starts with a path separator or a drive"),
         ("\\share\\x.txt", "it starts with a path separator or a drive"),
         ("C:/x.txt", "it starts with a path separator or a drive"),
+        ("c:\\x.txt", "it starts with a path separator or a drive"),
         ("%2Fetc%2Fpasswd", "it starts with a path separator or a drive once decoded"),
         ("a/../b.txt", "it has a '.' or '..' path segment"),
         ("a/./b.txt", "it has a '.' or '..' path segment"),
@@ -135,6 +145,8 @@ def test_a_key_decoded_four_times_is_the_limit() -> None:
         ("r.md", "markdown"),
         ("r.Markdown", "markdown"),
         ("notes.txt", "text"),
+        ("notes.v2.md", "markdown"),
+        ("page.md.html", "html"),
         ("README", "text"),
         ("dir.md/file", "text"),
         (".md", "markdown"),
@@ -175,9 +187,9 @@ def service():  # type: ignore[no-untyped-def]
 @needs_shipped_bundle
 def test_crlf_files_keep_crlf_and_lf_files_keep_lf(service) -> None:  # type: ignore[no-untyped-def]
     crlf = translate_text(service, "你好。\r\n\r\n谢谢。")
-    assert crlf.count("\r\n") == 2 and "\n" not in crlf.replace("\r\n", "")
     lf = translate_text(service, "你好。\n\n谢谢。")
     assert "\r" not in lf and lf.count("\n") == 2
+    assert crlf == lf.replace("\n", "\r\n")
 
 
 @needs_shipped_bundle
@@ -210,12 +222,27 @@ def test_an_object_is_translated_into_its_output_with_metadata(service) -> None:
 
 
 @needs_shipped_bundle
-def test_an_html_upload_keeps_its_markup(service) -> None:  # type: ignore[no-untyped-def]
-    source = ref("page.html")
-    store = DictStore({source: "<p>你好。</p>".encode()})
-    translate_object(store, source, service, RuntimeConfig())
-    out = store.objects[ref("translated/page.html")].decode()
-    assert out.startswith("<p>") and out.endswith("</p>") and "你好" not in out
+def test_html_and_markdown_uploads_keep_their_markup(service) -> None:  # type: ignore[no-untyped-def]
+    store = DictStore(
+        {ref("page.html"): '<p title="你好">世界</p>'.encode(), ref("r.md"): "# 你好\n\n**世界**".encode()}
+    )
+    translate_object(store, ref("page.html"), service, RuntimeConfig())
+    html = store.objects[ref("translated/page.html")].decode()
+    assert re.fullmatch(r'<p title="[^"<>你好]+">[^<>世界]+</p>', html), html  # the attribute translated, tags kept
+    translate_object(store, ref("r.md"), service, RuntimeConfig())
+    markdown = store.objects[ref("translated/r.md")].decode()
+    assert re.fullmatch(r"# [^#*\n]+\n\n\*\*[^*\n]+\*\*", markdown), markdown
+
+
+@needs_shipped_bundle
+def test_translate_text_passes_the_format_the_deadline_and_progress_on(service) -> None:  # type: ignore[no-untyped-def]
+    html = translate_text(service, '<p title="你好">世界</p>', TranslateOptions(format="html"))
+    assert html.startswith('<p title="') and html.endswith("</p>") and "你好" not in html
+    seen: list[tuple[int, int]] = []
+    translate_text(service, "你好。", progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1][0] == seen[-1][1] == len("你好。")
+    with pytest.raises(DeadlineExceededError):
+        translate_text(service, "你好。", deadline=time.monotonic() - 1)
 
 
 @needs_shipped_bundle
@@ -240,6 +267,18 @@ def test_the_size_limit_allows_its_edge_and_nothing_is_written_past_it(service) 
 
 
 @needs_shipped_bundle
+def test_a_deadline_that_passes_while_reading_stops_the_translation(service) -> None:  # type: ignore[no-untyped-def]
+    source = ref("a.txt")
+    store = SlowStore({source: "你好。".encode()})
+    with pytest.raises(DeadlineExceededError):
+        translate_object(store, source, service, RuntimeConfig(), deadline=time.monotonic() + 0.2)
+    assert list(store.objects) == [source]
+    with pytest.raises(DeadlineExceededError):
+        handle_upload(store, source, service, RuntimeConfig(), deadline=time.monotonic() + 0.2)
+    assert list(store.objects) == [source]
+
+
+@needs_shipped_bundle
 def test_a_passed_deadline_writes_nothing(service) -> None:  # type: ignore[no-untyped-def]
     source = ref("a.txt")
     store = DictStore({source: "你好。".encode()})
@@ -257,6 +296,36 @@ def test_refused_uploads_are_reported_and_other_failures_raised(service) -> None
     summary = handle_upload(store, ref("translated/a.txt"), service, RuntimeConfig())
     assert summary["status"] == "refused" and summary["source"] == "s3://in/translated/a.txt"
     assert summary["reason"].startswith("refusing to translate s3://in/translated/a.txt: it is under the output")
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidRequestError, match=r"^s3://in/bin.txt looks binary"):
         handle_upload(store, ref("bin.txt"), service, RuntimeConfig())
     assert len(store.objects) == 2
+
+
+@needs_shipped_bundle
+def test_each_outcome_is_logged_with_the_object(service, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    store = DictStore({ref("a.txt"): "你好。".encode(), ref("translated/b.txt"): b"x", ref("bin.txt"): b"\x00"})
+    with caplog.at_level(logging.INFO, logger="handler.file_translation"):
+        handle_upload(store, ref("a.txt"), service, RuntimeConfig())
+        handle_upload(store, ref("translated/b.txt"), service, RuntimeConfig())
+        with pytest.raises(InvalidRequestError):
+            handle_upload(store, ref("bin.txt"), service, RuntimeConfig())
+    translated, refused, failed = (r for r in caplog.records if r.name == "handler.file_translation")
+    size = len(store.objects[ref("translated/a.txt")])
+    assert translated.levelno == logging.INFO
+    assert re.fullmatch(
+        rf"translated s3://in/a.txt \(UTF-8, 3 characters\) to s3://in/translated/a.txt \({size} bytes\) in \d+\.\d s",
+        translated.getMessage(),
+    ), translated.getMessage()
+    assert refused.levelno == logging.ERROR
+    assert refused.getMessage().startswith("refusing to translate s3://in/translated/b.txt: it is under the output")
+    assert failed.levelno == logging.ERROR
+    assert failed.getMessage().startswith(
+        "could not translate s3://in/bin.txt, nothing was written: InvalidRequestError: s3://in/bin.txt looks binary"
+    )
+
+
+def test_marked_and_gb18030_files_name_the_file_when_they_look_binary() -> None:
+    with pytest.raises(InvalidRequestError, match=r"^up.txt looks binary \(9 control characters in 10\)"):
+        decode_text(codecs.BOM_UTF8 + b"a" + b"\x07" * 9, "up.txt")
+    with pytest.raises(InvalidRequestError, match=r"^up.txt looks binary \(9 control characters in 10\)"):
+        decode_text(b"\xb9\xfe" + b"\x07" * 9, "up.txt")  # not UTF-8, GB18030 "\u4e0d"-like + controls

@@ -69,3 +69,9 @@ def test_join_wants_one_translation_per_segment() -> None:
         document.join(["Hello."])
     with pytest.raises(ValueError, match="expected 2 translations, got 3"):
         document.join(["a", "b", "c"])
+
+
+def test_a_dot_after_one_letter_is_an_initial_after_two_a_sentence_end() -> None:
+    assert split_document("Ask J. Smith.", chars, 100).texts == ["Ask J. Smith."]
+    assert split_document("Ask XI. Go now.", chars, 100).texts == ["Ask XI.", "Go now."]
+    assert split_document("Ask Dr. Wang.", chars, 100).texts == ["Ask Dr. Wang."]
