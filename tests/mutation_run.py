@@ -32,7 +32,11 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
         "tests/runtime_text/test_file_decoding.py",
         "tests/fuzz/test_decoders_fuzz.py",
     ],
-    "handler/service.py": ["tests/runtime_text/test_request_limits.py", "tests/fuzz/test_pathological_texts.py"],
+    "handler/service.py": [
+        "tests/mutation_kills/test_service_options.py",
+        "tests/runtime_text/test_request_limits.py",
+        "tests/fuzz/test_pathological_texts.py",
+    ],
 }
 
 
