@@ -135,7 +135,8 @@ def test_the_bundle_declares_family_tokenizer_and_decoding(csanmt_bundle_dir: Pa
     config = csanmt_checkpoint.config
     assert manifest["family"] == "csanmt"
     assert sorted(manifest["files"]) == sorted(
-        ["encoder.onnx", "decoder.onnx", "bpe.zh", "src_vocab.txt", "trg_vocab.txt"]
+        # embedding.bin: the target embedding, which the encoder also holds, stored once for both graphs
+        ["encoder.onnx", "decoder.onnx", "embedding.bin", "bpe.zh", "src_vocab.txt", "trg_vocab.txt"]
     )
     tokenizer = manifest["tokenizer"]
     assert tokenizer["kind"] == "jieba+subword-nmt+moses" and tokenizer["source_unk_id"] == config.src_vocab_size - 1

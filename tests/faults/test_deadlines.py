@@ -68,11 +68,21 @@ def test_a_file_longer_than_the_time_left_fails_before_the_platform_limit(
         client.create_bucket(bucket).blob("long.txt").upload_from_string(LONG_TEXT.encode("utf-8"))
         deliver, keys = _gcs_deliver, lambda: [blob.name for blob in client.list_blobs(bucket)]
     began = time.monotonic()
-    with caplog.at_level(logging.ERROR), pytest.raises(DeadlineExceededError, match="the deadline passed"):
+    with (
+        caplog.at_level(logging.ERROR),
+        pytest.raises(
+            # either it ran out while translating, or its measured speed says the rest cannot finish in the time left
+            DeadlineExceededError,
+            match=r"the deadline passed|s are left before the deadline",
+        ) as refused,
+    ):
         deliver(client, entry_modules, startup, bucket, seconds_left)
     elapsed = time.monotonic() - began
-    # it worked until its deadline (a batch in progress may finish past it), and stopped before the platform would
-    assert BEYOND_MARGIN_S - 0.1 < elapsed < seconds_left, elapsed
+    # it stopped before the platform would; when it started translating, it worked until its deadline (a batch in
+    # progress may finish past it)
+    assert elapsed < seconds_left, elapsed
+    if "the deadline passed" in str(refused.value):
+        assert BEYOND_MARGIN_S - 0.1 < elapsed, elapsed
     assert keys() == ["long.txt"]
     errors = [r.getMessage() for r in caplog.records if r.name.startswith("handler")]
     assert len(errors) == 1 and "DeadlineExceededError" in errors[0] and "nothing was written" in errors[0], errors

@@ -32,7 +32,19 @@ REFERENCES: list[tuple[str, tuple[str, ...]]] = [
     ("你好！", ("Hello!", "Hi!")),
     ("生日快乐！", ("Happy birthday!",)),
     ("早上好。", ("Good morning.",)),
-    ("对不起，我迟到了。", ("I'm sorry, I'm late.", "I'm sorry I'm late.", "Sorry, I'm late.", "Sorry I'm late.")),
+    # 了 also reads as past: an apology after arriving ("I'm sorry I was late") is as right as on arrival
+    (
+        "对不起，我迟到了。",
+        (
+            "I'm sorry, I'm late.",
+            "I'm sorry I'm late.",
+            "Sorry, I'm late.",
+            "Sorry I'm late.",
+            "I'm sorry, I was late.",
+            "I'm sorry I was late.",
+            "Sorry I was late.",
+        ),
+    ),
     ("我爱你。", ("I love you.",)),
     # questions
     ("你叫什么名字？", ("What's your name?", "What is your name?")),
