@@ -58,6 +58,7 @@ from handler.errors import (
 )
 from handler.service import TextTranslation, TranslateOptions
 from handler.startup import Startup
+from handler.tokenizer import require_unicode
 
 logger = logging.getLogger(__name__)
 
@@ -411,7 +412,7 @@ def _parse_translate_request(payload: Any) -> tuple[str | None, list[str] | None
         text = payload["text"]
         if not isinstance(text, str):
             raise InvalidRequestError(f'"text" must be a string; got a JSON {_json_kind(text)}')
-        _require_encodable(text, '"text"')
+        require_unicode(text, '"text"')
         return text, None, options
     texts = payload["texts"]
     if not isinstance(texts, list):
@@ -419,7 +420,7 @@ def _parse_translate_request(payload: Any) -> tuple[str | None, list[str] | None
     for index, item in enumerate(texts):
         if not isinstance(item, str):
             raise InvalidRequestError(f'"texts"[{index}] must be a string; got a JSON {_json_kind(item)}')
-        _require_encodable(item, f'"texts"[{index}]')
+        require_unicode(item, f'"texts"[{index}]')
     return None, texts, options
 
 
@@ -433,16 +434,6 @@ def _spans_wanted(payload: dict[str, Any]) -> bool:
 def _spans_json(detail: TextTranslation) -> list[dict[str, str]]:
     """Each protected span of a translation: its kind, its source text and the text the translation carries."""
     return [{"kind": span.kind.value, "source": span.source, "target": span.target} for span in detail.spans]
-
-
-def _require_encodable(text: str, name: str) -> None:
-    """JSON may carry lone surrogates ("\\ud800"); they are not text and no tokenizer can encode them."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise InvalidRequestError(
-            f"{name} holds an unpaired UTF-16 surrogate at character {error.start:,}; send valid Unicode text"
-        ) from None
 
 
 def _json_kind(value: Any) -> str:
