@@ -94,7 +94,8 @@ SOAK_MIX = SizeMix(
 def dev_sentences() -> tuple[str, ...]:
     from build import corpus
 
-    return tuple(pair.zh for pair in corpus.dev_pairs())
+    # the repository's dev set itself, whatever TRANSLATE_CORPUS_DIR says (CI points it at a folder that does not exist)
+    return tuple(pair.zh for pair in corpus.dev_pairs(corpus.REPOSITORY_CORPUS_DIR))
 
 
 @cache
