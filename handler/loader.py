@@ -29,9 +29,12 @@ from handler.onnx_model import OnnxEncoderDecoder
 
 T = TypeVar("T")
 
-# warm-up input: a short sentence alone, then a small batch of varied lengths
-WARMUP_SENTENCES = ("你好。", "今天天气很好，我们去公园散步吧。", "请问最近的地铁站在哪里？", "谢谢！")
-WARMUP_NEW_TOKENS = 8
+# warm-up input: a short sentence alone (greedy), then both as a batch (the service's beam): every graph and both
+# searches run once before the first request. Kept small, because it is the cold start's own cost: measured on
+# the opus-mt-zh-en-sized bundle (2 threads), four sentences of 8 tokens took 0.36-0.61 s, these 0.09-0.13 s, and
+# the first translation after either (beam 4, 40 tokens) took as long as the second.
+WARMUP_SENTENCES = ("你好。", "今天天气很好，我们去公园散步吧。")
+WARMUP_NEW_TOKENS = 3
 
 
 def _rebuild_hint(bundle_dir: Path, source_model: str | None = None) -> str:
@@ -98,14 +101,23 @@ def load_bundle(bundle_dir: Path | str, *, verify_hashes: bool = True) -> Manife
                 f"{path} is {size:,} bytes, but {bundle.MANIFEST} expects {entry.bytes:,}: the file is truncated "
                 f"or was replaced; {hint}"
             )
-        if verify_hashes:
-            digest = bundle.sha256_of(path)
-            if digest != entry.sha256:
-                raise BundleError(
-                    f"{path} has sha256 {digest}, but {bundle.MANIFEST} expects {entry.sha256}: the file was "
-                    f"modified or corrupted; {hint}"
-                )
+    if verify_hashes:
+        verify_file_hashes(bundle_dir, manifest)
     return manifest
+
+
+def verify_file_hashes(bundle_dir: Path | str, manifest: Manifest) -> None:
+    """Raise ``BundleError`` naming the first file of ``manifest`` whose sha256 is not the one it lists."""
+    bundle_dir = Path(bundle_dir)
+    hint = _rebuild_hint(bundle_dir, manifest.source_model)
+    for name, entry in sorted(manifest.files.items()):
+        path = bundle_dir / name
+        digest = bundle.sha256_of(path)
+        if digest != entry.sha256:
+            raise BundleError(
+                f"{path} has sha256 {digest}, but {bundle.MANIFEST} expects {entry.sha256}: the file was "
+                f"modified or corrupted; {hint}"
+            )
 
 
 @dataclass
@@ -118,7 +130,8 @@ class LoadedModel:
     tokenizer: Tokenizer
     model: OnnxEncoderDecoder
     decoding: Decoding
-    # seconds: check_s, tokenizer_s and sessions_s (made at the same time), warmup_s, load_s (until both are made)
+    # seconds: check_s (the sha256 of the files), tokenizer_s and sessions_s (all three at the same time), warmup_s,
+    # load_s (until all three are done)
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -145,17 +158,24 @@ def _timed(make: Callable[[], T]) -> tuple[T, float]:
 def load_model(config: RuntimeConfig) -> LoadedModel:
     """Check, open and warm up the bundle ``config.bundle_dir`` names.
 
-    The ONNX Runtime sessions are created on a second thread while the tokenizer loads on this one (ONNX Runtime
-    builds sessions without holding the GIL; a tokenizer's dictionaries can take a second or more: jieba's), so
-    the cold start pays the longer of the two, not their sum. Both are done before this returns.
+    After the manifest and the files' sizes are checked, three things run at the same time: the sha256 of every
+    file (``config.verify_hashes``) on one thread, the ONNX Runtime sessions on another (the encoder's and the
+    decoder's side by side, see ``OnnxEncoderDecoder.open``), the tokenizer on this one (ONNX Runtime builds
+    sessions and hashlib hashes without holding the GIL; a tokenizer's dictionaries can take a second or more:
+    jieba's). So the cold start pays the longest of them, not their sum. Nothing is warmed, and nothing returned,
+    before the hashes are found right: a file that does not match its manifest fails the start with that reason
+    (ahead of any error its damaged contents made the sessions raise).
     """
     began = time.perf_counter()
     bundle_dir = Path(config.bundle_dir)
-    manifest = load_bundle(bundle_dir, verify_hashes=config.verify_hashes)
-    checked = time.perf_counter()
+    manifest = load_bundle(bundle_dir, verify_hashes=False)
     spec = manifest.model
     family = family_named(manifest.family)
     decoding = family.decoding(manifest)
+
+    def check_hashes() -> None:
+        if config.verify_hashes:
+            verify_file_hashes(bundle_dir, manifest)
 
     def open_sessions() -> OnnxEncoderDecoder:
         return OnnxEncoderDecoder(
@@ -167,9 +187,13 @@ def load_model(config: RuntimeConfig) -> LoadedModel:
             spinning=config.thread_spinning,
         )
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="open-sessions") as pool:
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="cold-start") as pool:
+        hashes = pool.submit(_timed, check_hashes)
         sessions = pool.submit(_timed, open_sessions)
-        tokenizer, tokenizer_s = _timed(lambda: family.load_tokenizer(bundle_dir, manifest))
+        try:
+            tokenizer, tokenizer_s = _timed(lambda: family.load_tokenizer(bundle_dir, manifest))
+        finally:
+            _, hash_s = hashes.result()  # a damaged file's own error first, whatever else it broke
         model, sessions_s = sessions.result()
     opened = time.perf_counter()
     loaded = LoadedModel(
@@ -178,8 +202,8 @@ def load_model(config: RuntimeConfig) -> LoadedModel:
     warm_up(loaded, config.beam_size)
     warmed = time.perf_counter()
     loaded.timings = {
-        "check_s": round(checked - began, 4),
-        "tokenizer_s": round(tokenizer_s, 4),  # these two overlap
+        "check_s": round(hash_s, 4),
+        "tokenizer_s": round(tokenizer_s, 4),  # these three overlap
         "sessions_s": round(sessions_s, 4),
         "warmup_s": round(warmed - opened, 4),
         "load_s": round(opened - began, 4),

@@ -30,6 +30,7 @@ import os
 import threading
 import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # must precede the first onnxruntime import
@@ -205,8 +206,11 @@ class OnnxEncoderDecoder:
         with self._open_lock:
             if self._encoder is not None and self._decoder is not None:
                 return
-            self._encoder = self._open(self._encoder_path, self._options)
-            self._decoder = self._open(self._decoder_path, self._options)
+            # side by side: ONNX Runtime builds a session (reading, optimizing, pre-packing) without the GIL
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="open-encoder") as pool:
+                encoder = pool.submit(self._open, self._encoder_path, self._options)
+                decoder = self._open(self._decoder_path, self._options)
+                self._encoder, self._decoder = encoder.result(), decoder
         if warm_up:
             ids = np.array([[self.spec.eos_id]], dtype=np.int64)
             start = np.array([[self.spec.decoder_start_id]], dtype=np.int64)

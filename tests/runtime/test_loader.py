@@ -146,3 +146,23 @@ def test_sessions_use_the_configured_threads_and_no_spinning(tiny_loaded: Loaded
         assert options.inter_op_num_threads == 1
         assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
         assert not options.optimized_model_filepath
+
+
+def _garble_keeping_the_size(path: Path) -> None:
+    path.write_bytes(b"not an ONNX graph. " * (path.stat().st_size // 19) + b"!" * (path.stat().st_size % 19))
+
+
+def test_load_model_reports_a_damaged_graph_by_its_hash_not_by_what_onnx_runtime_makes_of_it(
+    bundle_copy: Path,
+) -> None:
+    from handler.config import RuntimeConfig
+    from handler.loader import load_model
+
+    # GIVEN a graph overwritten with the same number of bytes (the hashes run beside the sessions, which fail too)
+    _garble_keeping_the_size(bundle_copy / bundle.ENCODER_ONNX)
+    # THEN the start fails with the hash's reason, naming the file
+    with pytest.raises(BundleError, match=r"encoder\.onnx has sha256 [0-9a-f]{64}, but manifest\.json expects"):
+        load_model(RuntimeConfig(bundle_dir=bundle_copy, threads=1))
+    # AND without the hash check ONNX Runtime's refusal is what names it
+    with pytest.raises(BundleError, match=r"ONNX Runtime cannot load .*encoder\.onnx"):
+        load_model(RuntimeConfig(bundle_dir=bundle_copy, threads=1, verify_hashes=False))
