@@ -136,6 +136,7 @@ def csanmt_beam_search(
             flat_seqs = seqs.reshape(live * beams, time)
             previous = flat_seqs[:, -1:] if time else np.zeros((live * beams, 1), dtype=np.int64)
             step_log_probs, present = model.step(previous, mask, past, cross)
+            past = []  # freed now: between steps only one cache is held (handler.decoding.beam_search measures why)
             step_log_probs = np.asarray(step_log_probs, dtype=np.float32)  # the session's own buffer, changed in place
             if time < min_length:
                 step_log_probs[:, EOS_ID] = -np.inf
@@ -166,6 +167,7 @@ def csanmt_beam_search(
                 past = present
             else:
                 past = [array[parent_rows] for array in present]
+            del present
 
             # every candidate that ends competes with the finished hypotheses
             step_fin_scores = top_scores + (np.float32(1.0) - flags.astype(np.float32)) * LOWEST
