@@ -166,3 +166,11 @@ def test_load_model_reports_a_damaged_graph_by_its_hash_not_by_what_onnx_runtime
     # AND without the hash check ONNX Runtime's refusal is what names it
     with pytest.raises(BundleError, match=r"ONNX Runtime cannot load .*encoder\.onnx"):
         load_model(RuntimeConfig(bundle_dir=bundle_copy, threads=1, verify_hashes=False))
+
+
+def test_only_the_decoder_keeps_pre_packed_weights(tiny_loaded: LoadedModel) -> None:
+    encoder = tiny_loaded.model.encoder.get_session_options()
+    assert encoder.get_session_config_entry("session.disable_prepacking") == "1"
+    decoder = tiny_loaded.model.decoder.get_session_options()
+    with pytest.raises(RuntimeError, match="does not have configuration"):  # pre-packing on: the per-token steps
+        decoder.get_session_config_entry("session.disable_prepacking")
