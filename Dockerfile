@@ -77,15 +77,16 @@ COPY handler/ ./handler/
 COPY main.py ./
 COPY --from=selected-bundle /bundle/ ./model_artifacts/default/
 RUN python -m compileall -q handler main.py
-# functions-framework reads its options from these; deploy a second service with
-# FUNCTION_TARGET=translate_storage_event for Cloud Storage (Eventarc) events.
+# functions-framework's server (handler/gunicorn_server.py: the functions-framework command with a 75 s keep-alive,
+# so an idle connection is never closed as a request arrives on it) reads its options from these; deploy a second
+# service with FUNCTION_TARGET=translate_storage_event for Cloud Storage (Eventarc) events.
 ENV FUNCTION_SOURCE=main.py \
     FUNCTION_TARGET=translate_http \
     HOST=0.0.0.0 \
     PORT=8080
 USER 10001
 EXPOSE 8080
-CMD ["functions-framework"]
+CMD ["python", "-m", "handler.gunicorn_server"]
 
 # ---- AWS Lambda image (the default target): the runtime interface client calls the handler ---------------
 FROM runtime-base AS lambda

@@ -273,6 +273,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--server-venv", type=Path, default=None, help="environment of the server (.venv-run)")
     parser.add_argument("--quick", action="store_true", help=f"a smoke run: {QUICK}, the default bundle")
     parser.add_argument("--json", type=Path, help="write every figure and RSS sample to this file")
+    parser.add_argument("--log-dir", type=Path, help="keep the servers' output here (default: a temporary folder)")
     args = parser.parse_args(argv)
     if args.quick:
         for key, value in QUICK.items():
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     report, everything, ok = list(header), [], True
     with tempfile.TemporaryDirectory(prefix="loadtest-") as scratch:
         for bundle in args.bundle:
-            lines, results, bundle_ok = run_bundle(bundle, args, Path(scratch))
+            lines, results, bundle_ok = run_bundle(bundle, args, args.log_dir or Path(scratch))
             report += lines
             everything.append(results)
             ok &= bundle_ok

@@ -1,18 +1,18 @@
 """`make run`'s real server for a benchmark: infra/local/run.sh (functions-framework, gunicorn) on loopback.
 
 ``ServedFunction.start`` runs the script as ``make run`` does, with ``TRANSLATE_BUNDLE_DIR`` and any other settings
-in its environment, its output in a log file, and waits for its "ready" line. functions-framework serves with
-gunicorn: the arbiter loads and warms the model at import, then forks one worker (``WORKERS``, default 1) with
-``THREADS`` threads (default 4 per CPU), and the worker answers every request with the model it inherited and
-reopened. ``worker_pid`` is that worker: the process that holds the model while it serves. ``RssSampler``
-samples a process's resident set once a second.
+in its environment, its output in a log file, and waits for its "ready" line (a JSON line, ``run_events``).
+functions-framework serves with gunicorn (``handler.gunicorn_server``: keep-alive 75 s): the arbiter loads and
+warms the model at import, then forks one worker (``WORKERS``, default 1) with ``THREADS`` threads (default 4 per
+CPU), and the worker answers every request with the model it inherited and reopened. ``worker_pid`` is that
+worker: the process that holds the model while it serves. ``RssSampler`` samples a process's resident set once a
+second.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -29,6 +29,9 @@ import psutil
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_SCRIPT = REPO_ROOT / "infra" / "local" / "run.sh"
 MB = 1024 * 1024
+RUN_LOGGER = "handler.run"  # run.sh's watcher: its JSON lines say "starting", then "ready" or "start_failed"
+READY_EVENT, START_FAILED_EVENT = "ready", "start_failed"
+COLD_START_TIMINGS = (("import_s", "import"), ("load_s", "load"), ("warmup_s", "warm-up"))
 
 
 def free_port() -> int:
@@ -62,14 +65,14 @@ class ServedFunction:
             )
         served = cls(process, f"http://127.0.0.1:{port}", log_path)
         deadline = time.monotonic() + ready_within_s
-        while "ready in" not in served.log():
+        while (verdict := served.verdict()) is None:
             if process.poll() is not None or time.monotonic() > deadline:
                 served.stop()
                 raise RuntimeError(f"the server did not become ready:\n{served.log()}")
             time.sleep(0.2)
-        if "the model is not" in served.log():
+        if verdict["event"] != READY_EVENT:
             served.stop()
-            raise RuntimeError(f"the server is up but its model is not:\n{served.log()}")
+            raise RuntimeError(f"the server is up but its model is not ({verdict['message']}):\n{served.log()}")
         return served
 
     def log(self) -> str:
@@ -80,9 +83,15 @@ class ServedFunction:
             health: dict[str, Any] = json.load(response)
         return health
 
+    def verdict(self) -> dict[str, Any] | None:
+        """run.sh's "ready" or "start_failed" line (a JSON object), or None while it has printed neither."""
+        return next((e for e in run_events(self.log()) if e.get("event") in (READY_EVENT, START_FAILED_EVENT)), None)
+
     def cold_start_line(self) -> str:
-        found = re.search(r"^cold start: .*$", self.log(), re.MULTILINE)
-        return found.group(0) if found else "cold start: (not printed)"
+        """The cold-start timings of the "ready" line: "cold start: import 1.16 s, load 0.49 s, warm-up 0.05 s"."""
+        cold_start = (self.verdict() or {}).get("cold_start") or {}
+        parts = [f"{label} {cold_start[key]:.2f} s" for key, label in COLD_START_TIMINGS if key in cold_start]
+        return "cold start: " + (", ".join(parts) if parts else "(not printed)")
 
     def worker_pid(self) -> int:
         """The gunicorn worker: the arbiter's (this script's process's) child that runs functions-framework (named
@@ -106,8 +115,22 @@ class ServedFunction:
                 self.process.wait()
 
 
+def run_events(printed: str) -> list[dict[str, Any]]:
+    """The JSON lines run.sh's watcher printed (logger ``handler.run``): "starting", "ready", "start_failed"."""
+    events = []
+    for line in printed.splitlines():
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("logger") == RUN_LOGGER:
+                events.append(record)
+    return events
+
+
 def _is_server(command_line: str) -> bool:
-    return "functions-framework" in command_line or "gunicorn: worker" in command_line
+    return any(name in command_line for name in ("handler.gunicorn_server", "functions-framework", "gunicorn: worker"))
 
 
 @dataclass(frozen=True)

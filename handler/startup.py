@@ -10,9 +10,7 @@ process stays up (a platform would otherwise restart it in a loop, failing the s
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -83,12 +81,19 @@ def start(config: RuntimeConfig | None = None, environ: Mapping[str, str] | None
         return Startup(config, None, wrapped, time.perf_counter() - began)
     elapsed = time.perf_counter() - began
     info = service.info()
-    # one line on stderr, which every platform keeps in its logs (Lambda, Cloud Functions, a terminal)
-    print(
-        f"translator ready: model {info.get('model')} bundle {info.get('bundle_hash')}, "
-        f"cold start {json.dumps(runtime.cold_start_report())}",
-        file=sys.stderr,
-        flush=True,
+    # one record, a JSON line where the adapter configured logging (handler.access_log), which every platform
+    # keeps in its logs (Lambda, Cloud Functions, a terminal)
+    logger.info(
+        "translator ready: model %s bundle %s",
+        info.get("model"),
+        info.get("bundle_hash"),
+        extra={
+            "event": "translator_ready",
+            "model": info.get("model"),
+            "bundle_hash": info.get("bundle_hash"),
+            "bundle_dir": str(config.bundle_dir),
+            "cold_start": runtime.cold_start_report(),
+        },
     )
     return Startup(config, service, None, elapsed)
 

@@ -1,8 +1,8 @@
 """`make run`'s server (infra/local/run.sh: functions-framework on main.py) started for a test, and one request.
 
 ``serve_and_translate`` runs the script in the test environment with ``TRANSLATE_BUNDLE_DIR`` on a bundle, waits
-for its "ready" line, checks what it printed and the page, posts one ``POST /translate`` and stops the server with
-Ctrl+C, as a user would; it returns the JSON answer.
+for its "ready" line (JSON, as every line it prints), checks what it printed and the page, posts one
+``POST /translate`` and stops the server with Ctrl+C, as a user would; it returns the JSON answer.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from bench.served_function import READY_EVENT, run_events
 from handler import config as runtime_config
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -50,13 +51,18 @@ def serve_and_translate(bundle_dir: Path, text: str, ready_within_s: float = 180
         deadline = time.monotonic() + ready_within_s
         for line in server.stdout:
             output.append(line)
-            if line.startswith("ready in"):
+            if any(event["event"] == READY_EVENT for event in run_events(line)):
                 break
             assert time.monotonic() < deadline, "".join(output)
         printed = "".join(output)
-        assert f"starting the translation function on {base}" in printed
-        assert re.search(r"cold start: import [\d.]+ s, load [\d.]+ s, warm-up [\d.]+ s", printed), printed
-        assert f"open {base}" in printed
+        events = {event["event"]: event for event in run_events(printed)}  # JSON lines, as every other log line
+        assert events["starting"]["message"].startswith(f"starting the translation function on {base}"), printed
+        ready = events[READY_EVENT]
+        assert ready["severity"] == "INFO" and ready["url"] == base and ready["bundle_hash"], ready
+        assert {"import_s", "load_s", "warmup_s"} <= set(ready["cold_start"]), ready
+        message = ready["message"]
+        assert re.search(r"cold start: import [\d.]+ s, load [\d.]+ s, warm-up [\d.]+ s", message), message
+        assert message.startswith("ready in ") and f"open {base}" in message
 
         with urllib.request.urlopen(base, timeout=30) as page:
             assert page.headers["Content-Type"].startswith("text/html")

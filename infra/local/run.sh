@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Serves the function on this machine (`make run`): functions-framework runs main.py's translate_http, the same
 # entry point as Cloud Functions, with the bundle in TRANSLATE_BUNDLE_DIR (default model_artifacts/default).
-# Prints the URL and the cold-start timings once the model is loaded and warmed ("ready in ..."); when the model or
-# a setting is bad it prints "START FAILED" with the reason instead (never "ready") and keeps serving that reason
-# (503 / 500 configuration_error) until stopped; Ctrl+C stops it.
+# Prints the URL and the cold-start timings once the model is loaded and warmed (a JSON line, "event": "ready",
+# "message": "ready in ..."); when the model or a setting is bad it prints "START FAILED" with the reason instead
+# ("event": "start_failed"; never "ready") and keeps serving that reason (503 / 500 configuration_error) until
+# stopped; Ctrl+C stops it.
 # Usage: HOST=127.0.0.1 PORT=8080 infra/local/run.sh [VENV]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -13,13 +14,21 @@ PORT="${PORT:-8080}"
 URL="http://$HOST:$PORT/"
 [[ -x "$VENV/bin/functions-framework" ]] || { echo "run.sh: no $VENV/bin/functions-framework (make run installs it)" >&2; exit 2; }
 
-echo "starting the translation function on $URL (loading and warming the model)..."
-# A watcher in the background waits for GET /healthz and prints what it says about the cold start; the server
-# then replaces this shell (same process id, which the watcher follows), so Ctrl+C reaches it directly.
+# A watcher in the background waits for GET /healthz and says what it reports about the cold start; the server
+# then replaces this shell (same process id, which the watcher follows), so Ctrl+C reaches it directly. What it
+# prints are JSON lines of logger handler.run in the format of every other line (handler/access_log.py), each with
+# an "event": "starting", then "ready" (url, model, bundle, cold_start timings) or "start_failed" (code, reason,
+# status); the "message" says the same for a person.
 "$VENV/bin/python" - "$URL" "$$" <<'PY' &
-import json, os, sys, time, urllib.error, urllib.request
+import json, logging, os, sys, time, urllib.error, urllib.request
+
+from handler.access_log import configure_logging
 
 url, server = sys.argv[1], int(sys.argv[2])
+configure_logging()
+log = logging.getLogger("handler.run")
+log.info(f"starting the translation function on {url} (loading and warming the model)...",
+         extra={"event": "starting", "url": url})
 started = time.monotonic()
 while True:
     try:
@@ -35,35 +44,34 @@ while True:
         break
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         if time.monotonic() - started > 300:
-            sys.exit(f"no answer from {url}healthz after 300 s")
+            log.error(f"no answer from {url}healthz after 300 s", extra={"event": "start_failed", "url": url})
+            sys.exit(1)
         time.sleep(0.2)
 
-
-def find(data, key):
-    if isinstance(data, dict):
-        if key in data:
-            return data[key]
-        for value in data.values():
-            found = find(value, key)
-            if found is not None:
-                return found
-    return None
-
-
-timings = (("import_s", "import"), ("load_s", "load"), ("warmup_s", "warm-up"))
-parts = [f"{label} {find(health, key):.2f} s" for key, label in timings if isinstance(find(health, key), (int, float))]
+seconds = round(time.monotonic() - started, 1)
+cold_start = health.get("cold_start") or {}
 if health.get("warm") is not True:
     # never "ready": the server runs (so the page and /healthz show the reason) but cannot translate
     error = health.get("error") or {}
-    code, message = error.get("code", "model_unavailable"), error.get("message", json.dumps(health))
+    code, reason = error.get("code", "model_unavailable"), error.get("message", json.dumps(health))
     status = 500 if code == "configuration_error" else 503
-    print(f"START FAILED after {time.monotonic() - started:.1f} s: {code}: {message}", flush=True)
-    print(f"the server at {url} answers every translation {status} {code} until this is fixed and it is "
-          "restarted; Ctrl+C stops", flush=True)
+    log.error(
+        f"START FAILED after {seconds:.1f} s: {code}: {reason} (the server at {url} answers every translation "
+        f"{status} {code} until this is fixed and it is restarted; Ctrl+C stops)",
+        extra={"event": "start_failed", "url": url, "seconds": seconds, "code": code, "reason": reason,
+               "status": status, "cold_start": cold_start},
+    )
     sys.exit(0)
-print(f"model: {find(health, 'model')} (bundle {find(health, 'bundle_hash')})", flush=True)
-print("cold start: " + (", ".join(parts) if parts else json.dumps(health)), flush=True)
-print(f"ready in {time.monotonic() - started:.1f} s: open {url} (API: POST {url}translate, health: GET {url}healthz); "
-      "Ctrl+C stops", flush=True)
+timings = (("import_s", "import"), ("load_s", "load"), ("warmup_s", "warm-up"))
+parts = [f"{label} {cold_start[key]:.2f} s" for key, label in timings if isinstance(cold_start.get(key), (int, float))]
+log.info(
+    f"ready in {seconds:.1f} s: model {health.get('model')} (bundle {health.get('bundle_hash')}), cold start: "
+    + (", ".join(parts) if parts else "(no timings)")
+    + f"; open {url} (API: POST {url}translate, health: GET {url}healthz); Ctrl+C stops",
+    extra={"event": "ready", "url": url, "seconds": seconds, "model": health.get("model"),
+           "bundle_hash": health.get("bundle_hash"), "bundle_dir": cold_start.get("bundle_dir"),
+           "cold_start": cold_start},
+)
 PY
-exec "$VENV/bin/functions-framework" --source main.py --target translate_http --host "$HOST" --port "$PORT"
+# functions-framework's server with a keep-alive longer than any client's idle timeout (handler/gunicorn_server.py)
+exec "$VENV/bin/python" -m handler.gunicorn_server --source main.py --target translate_http --host "$HOST" --port "$PORT"

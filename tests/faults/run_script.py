@@ -1,10 +1,10 @@
 """`make run`'s server (infra/local/run.sh: functions-framework on main.py) started for a fault test.
 
 ``LocalRun.start`` runs the script with the test environment's virtual environment and extra variables, and a
-thread collects everything it prints. ``wait_for_verdict`` waits for the watcher's verdict ("ready in ..." or
-"START FAILED ..."); ``call`` sends one HTTP request; ``stop`` sends Ctrl+C (SIGINT to the process group) as a
-user would, and kills the group if it has not stopped within its grace time (gunicorn itself waits up to 30 s
-for an idle worker).
+thread collects everything it prints. ``wait_for_verdict`` waits for the watcher's verdict: its JSON line with
+"event" "ready" (message "ready in ...") or "start_failed" (message "START FAILED ..."); ``call`` sends one HTTP
+request; ``stop`` sends Ctrl+C (SIGINT to the process group) as a user would, and kills the group if it has not
+stopped within its grace time (gunicorn itself waits up to 30 s for an idle worker).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -22,11 +21,29 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.served_function import READY_EVENT, START_FAILED_EVENT, run_events
 from tests.local_run import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-READY = re.compile(r"^ready in ", re.MULTILINE)
-START_FAILED = re.compile(r"^START FAILED after [\d.]+ s: (?P<code>\w+): (?P<message>.*)$", re.MULTILINE)
+
+
+class _Verdict:
+    """Finds run.sh's verdict line, a JSON object of logger handler.run with ``event`` "ready" or "start_failed"
+    (``search(printed)``: the record, or None); a START FAILED record's ``code`` and ``message`` (the reason)."""
+
+    def __init__(self, event: str, message_start: str) -> None:
+        self.event, self.message_start = event, message_start
+
+    def search(self, printed: str) -> dict[str, Any] | None:
+        for record in run_events(printed):
+            if record.get("event") == self.event:
+                assert str(record.get("message", "")).startswith(self.message_start), record
+                return {**record, "message": record.get("reason", record.get("message"))}
+        return None
+
+
+READY = _Verdict(READY_EVENT, "ready in ")
+START_FAILED = _Verdict(START_FAILED_EVENT, "START FAILED after ")
 
 
 class LocalRun:

@@ -128,7 +128,7 @@ def test_a_bad_bundle_fails_the_start_naming_the_file_and_answers_503(servers: d
     verdict = START_FAILED.search(printed)
     assert verdict is not None and not READY.search(printed), printed
     assert "ready" not in printed.lower(), printed
-    assert verdict["code"] == "bundle_invalid", printed
+    assert verdict["code"] == "bundle_invalid" and verdict["severity"] == "ERROR" and verdict["status"] == 503, printed
     assert case.named_file in verdict["message"] and case.says in verdict["message"], printed
     # every request gets the same reason, and the server stays up
     for _ in range(3):
@@ -150,7 +150,7 @@ def test_a_bad_setting_fails_the_start_naming_the_variable_and_answers_500(serve
     printed = server.output
     verdict = START_FAILED.search(printed)
     assert verdict is not None and "ready" not in printed.lower(), printed
-    assert verdict["code"] == "configuration_error"
+    assert verdict["code"] == "configuration_error" and verdict["severity"] == "ERROR" and verdict["status"] == 500
     assert verdict["message"] == f"{ENV_MAX_CHARS}='abc' is not an integer"
     status, answer = server.call("POST", "/translate", {"text": "你好"})
     assert status == 500, answer

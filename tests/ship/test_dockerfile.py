@@ -80,7 +80,9 @@ def test_lambda_image_runs_the_lambda_handler_through_the_runtime_interface_clie
 
 def test_cloudrun_image_serves_main_py_with_functions_framework(dockerfile: Dockerfile) -> None:
     cmd = dockerfile.last("cloudrun", "CMD")
-    assert cmd is not None and list(cmd.value) == ["functions-framework"]
+    # functions-framework's own server with a long keep-alive (the functions-framework command's options)
+    assert cmd is not None and list(cmd.value) == ["python", "-m", "handler.gunicorn_server"]
+    assert (REPO_ROOT / "handler" / "gunicorn_server.py").is_file()
     environment = dockerfile.env("cloudrun")
     assert environment["FUNCTION_SOURCE"] == "main.py" and environment["PORT"] == "8080"
     assert environment["FUNCTION_TARGET"] in _defined_functions(REPO_ROOT / "handler" / "gcp.py")
