@@ -8,15 +8,19 @@ a few regional words OpenCC leaves alone (``_REGIONAL_TERMS``: 捷運 → 地铁
 A text's variant is one of ``VARIANTS``; ``auto`` detects Traditional text by its characters: the distinct Han
 characters that OpenCC's character-level ``t2s`` would change (Traditional-only forms) against those ``s2t`` would
 change (Simplified-only forms). More Traditional-only forms than Simplified-only ones means Traditional; text
-without either (shared characters only, or no Chinese) is left as it is. The converters are built on first use
-(about 10 ms each) and cached.
+without either (shared characters only, or no Chinese) is left as it is. The two sets ship in ``HAN_FORMS``
+(written from OpenCC by ``python -m build.han_forms``), so detecting needs no OpenCC: its dictionaries (31.5 MB
+of heap, measured) are loaded only when a text is converted, on first use, and cached.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from handler.errors import InvalidRequestError
@@ -61,7 +65,9 @@ _ALIASES = {
     "auto": AUTO,
 }
 # CJK Unified Ideographs, Extension A, Compatibility Ideographs, Extensions B-F and the supplement
-_HAN_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
+HAN_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
+# {"opencc": version, "traditional_only": characters, "simplified_only": characters} (build/han_forms.py)
+HAN_FORMS = Path(__file__).resolve().parent / "data" / "han_forms.json"
 _SAMPLE_CHARACTERS = 4_000  # detection looks at the first this many characters
 
 
@@ -81,6 +87,13 @@ def _is_han(character: str) -> bool:
     return (
         0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF or 0x20000 <= code <= 0x2FA1F or 0xF900 <= code <= 0xFAFF
     )
+
+
+@cache
+def _forms() -> tuple[frozenset[str], frozenset[str]]:
+    """(Traditional-only, Simplified-only) Han characters, read once from ``HAN_FORMS``."""
+    data = json.loads(HAN_FORMS.read_text(encoding="utf-8"))
+    return frozenset(data["traditional_only"]), frozenset(data["simplified_only"])
 
 
 @dataclass(frozen=True)
@@ -120,11 +133,9 @@ class ScriptConverter:
         distinct = sorted(set(sample))
         if not distinct:
             return Detection(AUTO, 0, 0, 0)
-        joined = "\n".join(distinct)  # one character per line: the character dictionaries only, no phrases
-        as_simplified = self._converter("t2s").convert(joined).split("\n")
-        as_traditional = self._converter("s2t").convert(joined).split("\n")
-        traditional_only = sum(1 for a, b in zip(distinct, as_simplified, strict=False) if a != b)
-        simplified_only = sum(1 for a, b in zip(distinct, as_traditional, strict=False) if a != b)
+        traditional_forms, simplified_forms = _forms()
+        traditional_only = sum(1 for character in distinct if character in traditional_forms)
+        simplified_only = sum(1 for character in distinct if character in simplified_forms)
         if traditional_only > simplified_only:
             variant = TRADITIONAL
         elif simplified_only > traditional_only:

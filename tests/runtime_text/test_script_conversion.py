@@ -90,3 +90,31 @@ def test_converters_are_built_once_and_on_first_use() -> None:
     converter.to_model_script("測試", TAIWAN)
     converter.to_model_script("測試", TAIWAN)
     assert built == ["tw2sp"]
+
+
+def test_detection_loads_no_converter_and_simplified_text_never_does() -> None:
+    built: list[str] = []
+
+    class Recording:
+        def __init__(self, config: str) -> None:
+            built.append(config)
+
+        def convert(self, text: str) -> str:
+            return text
+
+    converter = ScriptConverter(Recording)
+    assert converter.detect("這個電腦的記憶體不夠").variant == TRADITIONAL
+    assert converter.to_model_script("这个电脑的内存不够。", AUTO) == "这个电脑的内存不够。"
+    assert built == []  # OpenCC's dictionaries (31.5 MB of heap) stay unloaded
+    converter.to_model_script("這個電腦的記憶體不夠", AUTO)
+    assert built == ["tw2sp"]
+
+
+def test_the_shipped_character_forms_are_what_the_pinned_opencc_says() -> None:
+    import json
+
+    from build.han_forms import compute_forms
+    from handler.script_conversion import HAN_FORMS
+
+    # if this fails after an OpenCC upgrade, run: python -m build.han_forms
+    assert json.loads(HAN_FORMS.read_text(encoding="utf-8")) == compute_forms()
