@@ -25,6 +25,7 @@ from handler.config import ENV_BUNDLE_DIR, RuntimeConfig
 from handler.errors import BundleError
 from handler.families import family_named
 from handler.families.base import Decoding, ModelFamily, SearchRequest, Tokenizer
+from handler.memory import release_free_heap
 from handler.onnx_model import OnnxEncoderDecoder
 
 T = TypeVar("T")
@@ -200,6 +201,7 @@ def load_model(config: RuntimeConfig) -> LoadedModel:
         bundle_dir=bundle_dir, manifest=manifest, family=family, tokenizer=tokenizer, model=model, decoding=decoding
     )
     warm_up(loaded, config.beam_size)
+    release_free_heap()  # what loading and warming freed (handler.memory)
     warmed = time.perf_counter()
     loaded.timings = {
         "check_s": round(hash_s, 4),

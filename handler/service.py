@@ -39,6 +39,7 @@ from handler.families.base import SearchRequest
 from handler.glossary import Glossary
 from handler.loader import LoadedModel
 from handler.markup import FORMATS, parse_markup
+from handler.memory import release_free_heap
 from handler.script_conversion import AUTO, canonical_variant, default_converter
 from handler.segmentation import Document, split_document
 from handler.spans import ProtectedSpan, SpanKind, Translation, translate_protected
@@ -220,7 +221,10 @@ class TranslationService:
     ) -> list[TextTranslation]:
         """``translate_many`` with the protected spans and glossary hits of each translation."""
         self._check_request(texts)
-        return self._translate(list(texts), options or TranslateOptions(), None, None)
+        try:
+            return self._translate(list(texts), options or TranslateOptions(), None, None)
+        finally:
+            release_free_heap()  # the decoder's freed buffers go back to the system (handler.memory)
 
     def translate_document(
         self,
@@ -239,7 +243,10 @@ class TranslationService:
         if not isinstance(text, str):
             raise InvalidRequestError(f"the document must be a string; got {type(text).__name__}")
         require_unicode(text, "the document")
-        return self._translate([text], options or TranslateOptions(), deadline, progress)[0].text
+        try:
+            return self._translate([text], options or TranslateOptions(), deadline, progress)[0].text
+        finally:
+            release_free_heap()
 
     # --- validation -----------------------------------------------------------------------------------------
 
