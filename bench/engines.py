@@ -68,7 +68,7 @@ def _checked(outputs: list[list[int]], rows: int, tokens: int, engine: str) -> l
 
 
 def _runtime(job: dict[str, Any]) -> tuple[Callable[[str], str], Decode]:
-    from handler import runtime
+    from handler import memory, runtime
     from handler.batching import pad_batch
     from handler.config import RuntimeConfig
     from handler.families.base import SearchRequest
@@ -87,7 +87,9 @@ def _runtime(job: dict[str, Any]) -> tuple[Callable[[str], str], Decode]:
     def translate(text: str) -> str:
         ids = loaded.tokenizer.encode_batch([text])
         output = _checked(decode(ids, job["beam_size"]), 1, job["forced_tokens"], "runtime")
-        return loaded.tokenizer.decode(output[0])
+        english = loaded.tokenizer.decode(output[0])
+        memory.release_free_heap()  # as the service does at the end of every request (handler.memory)
+        return english
 
     return translate, decode
 
