@@ -356,7 +356,9 @@ def document(
         "- Cold start: from the parent's clock just before it starts the process to the first translation done "
         "(text in, text out with the engine's own tokenizer, beam 4, the forced length): interpreter start, "
         "imports, loading, this runtime's warm-up and hash checks included. RSS after load: the process's own "
-        "`VmRSS` right then; peak RSS: its own `VmHWM` at the end (after the batch beam-4 runs).",
+        "`VmRSS` right then (this runtime's text-in, text-out call ends, as every service request does, by "
+        "returning the freed heap to the system: `handler.memory`); peak RSS: its own `VmHWM` at the end (after "
+        "the batch beam-4 runs).",
         f"- Batch-1 latency: the median over {workload.batch1_sentences} sentence(s) × {workload.repeats} "
         f"repeat(s) after one untimed call; batch-{workload.batch_size} tokens/s: {workload.batch_size} × "
         f"{workload.forced_tokens} output tokens ÷ the median of {workload.repeats} call(s) after an untimed one.",
