@@ -31,7 +31,7 @@ from handler.access_log import configure_logging
 from handler.bulk import handle_object_event
 from handler.errors import InvalidRequestError
 from handler.events import s3_created_objects
-from handler.http_api import HttpApi, HttpRequest, HttpResponse, response_for_error
+from handler.http_api import UNREADABLE_PATH, HttpApi, HttpRequest, HttpResponse
 from handler.object_store import S3Store
 from handler.startup import Startup, start
 from handler.storage_retry import RetryingStore, RetryPolicy, TransientAware
@@ -91,10 +91,10 @@ class LambdaAdapter:
             request = _v1_request(event) if kind == API_GATEWAY_V1 else _v2_request(event)
         except binascii.Error as error:
             bad_body = InvalidRequestError(f"the event says the body is base64 but it is not: {error}")
-            return _proxy_response(response_for_error(bad_body))
+            return _proxy_response(self.http.handle(_what_can_be_read(event), refused=bad_body))
         except (KeyError, TypeError, AttributeError, ValueError) as error:  # a field missing or of the wrong type
             malformed = InvalidRequestError(f"the {kind} event is malformed: {type(error).__name__}: {error}")
-            return _proxy_response(response_for_error(malformed))
+            return _proxy_response(self.http.handle(_what_can_be_read(event), refused=malformed))
         return _proxy_response(self.http.handle(request))
 
     def handle_s3(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -144,6 +144,28 @@ def _v2_request(event: Mapping[str, Any]) -> HttpRequest:
         path += "?" + str(event["rawQueryString"])
     headers = event.get("headers") or {}
     return HttpRequest.create(str(context["http"]["method"]), path, headers, _body(event), _platform_id(event))
+
+
+def _what_can_be_read(event: Mapping[str, Any]) -> HttpRequest:
+    """The request of an event that could not be decoded, from whichever fields are sound (for its answer's
+    request id and headers and its access line; the body is left out): method and path as the event gives them
+    when they are strings, else "-" and an unknown route."""
+    context = event.get("requestContext")
+    context = context if isinstance(context, Mapping) else {}
+    http = context.get("http")
+    http = http if isinstance(http, Mapping) else {}
+    method = event.get("httpMethod", http.get("method"))
+    path = event.get("path", event.get("rawPath", http.get("path")))
+    headers = event.get("headers")
+    pairs = [(str(k), str(v)) for k, v in headers.items()] if isinstance(headers, Mapping) else []
+    request_id = context.get("requestId")
+    return HttpRequest.create(
+        method if isinstance(method, str) and method else "-",
+        path if isinstance(path, str) and path.startswith("/") else UNREADABLE_PATH,
+        pairs,
+        b"",
+        str(request_id) if isinstance(request_id, str) and request_id else None,
+    )
 
 
 def _platform_id(event: Mapping[str, Any]) -> str | None:

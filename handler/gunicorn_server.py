@@ -5,9 +5,11 @@
 
 The same as the ``functions-framework`` command (the same options, read from the same environment variables:
 ``FUNCTION_TARGET``, ``FUNCTION_SOURCE``, ``FUNCTION_SIGNATURE_TYPE``, ``HOST``, ``PORT``; ``WORKERS``,
-``THREADS`` and ``GUNICORN_LOG_LEVEL`` as functions-framework reads them), with one difference: gunicorn keeps an
-idle keep-alive connection open for ``KEEPALIVE_S`` (75) seconds instead of its default 2; ``GUNICORN_KEEPALIVE``
-(seconds) sets another value, e.g. 620 behind a Google Cloud external load balancer (its own idle timeout: 600 s).
+``THREADS`` and ``GUNICORN_LOG_LEVEL`` as functions-framework reads them), with two differences: gunicorn keeps an
+idle keep-alive connection open for ``KEEPALIVE_S`` (75) seconds instead of its default 2 (``GUNICORN_KEEPALIVE``,
+in seconds, sets another value, e.g. 620 behind a Google Cloud external load balancer, whose own idle timeout is
+600 s); and ``/robots.txt`` and ``/favicon.ico`` reach the function like every other path (see
+``route_every_path_to_the_function``).
 
 Why: a server that closes an idle connection races with a client that reuses it. When gunicorn's keep-alive
 timer fires at the moment a request arrives on that connection, the connection is closed with the request
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from handler.errors import ConfigurationError
 
@@ -71,7 +74,19 @@ def main(argv: list[str] | None = None) -> None:
     from functions_framework._http import create_server  # what the functions-framework command calls
 
     app = create_app(args.target, args.source, args.signature_type)
+    route_every_path_to_the_function(app)
     create_server(app, False, **options).run(args.host, args.port)
+
+
+def route_every_path_to_the_function(app: Any) -> None:
+    """functions-framework answers ``/robots.txt`` and ``/favicon.ico`` itself (an HTML 404 the function never
+    sees, so no access line); here they reach the function like every other path, which answers them (404 JSON,
+    with its request id, headers and access line). An HTTP function's app only; a Cloud Functions source deploy
+    runs functions-framework's own command and keeps its 404s."""
+    run, own_404 = app.view_functions.get("run"), app.view_functions.get("error")
+    if run is None or own_404 is None:  # not an HTTP function, or a functions-framework that routes otherwise
+        return
+    app.view_functions["error"] = lambda: run(path="")
 
 
 if __name__ == "__main__":

@@ -138,6 +138,16 @@ class UnauthorizedError(HttpError):
     code = "unauthorized"
 
 
+class RequestRefusedError(HttpError):
+    """A request the adapter's transport refused before this API could read it (a malformed request line, a
+    header too large, a Content-Length that is not a number), answered with the transport's status."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = int(status)  # an HTTPStatus is logged as its number
+        self.code = code
+
+
 # most specific first: BundleError is a ModelUnavailableError
 STATUS_BY_ERROR: tuple[tuple[type[TranslatorError], int], ...] = (
     (InvalidRequestError, 400),
@@ -148,6 +158,7 @@ STATUS_BY_ERROR: tuple[tuple[type[TranslatorError], int], ...] = (
     (TranslatorError, 500),
 )
 
+UNREADABLE_PATH = "/(unreadable)"  # the path of a request its adapter could not read: never a route, logged "(unknown)"
 INTERNAL_ERROR_MESSAGE = "internal error while translating; the function's log has the details"
 
 # methods each route answers (HEAD is answered like GET, without a body; OPTIONS is the CORS preflight)
@@ -207,17 +218,20 @@ class HttpApi:
         self.max_body_bytes = 12 * self.config.max_chars + 64 * self.config.max_texts + 65_536
 
     # --- entry point --------------------------------------------------------------------------------------
-    def handle(self, request: HttpRequest, refused: TranslatorError | None = None) -> HttpResponse:
+    def handle(self, request: HttpRequest, refused: TranslatorError | HttpError | None = None) -> HttpResponse:
         """The response to ``request``. ``refused``: the adapter could not decode the request (a body that is not
-        the base64 its event says), and that error is the answer, finished like every other (request id, headers,
-        access line)."""
+        the base64 its event says, a malformed event, a request line its server could not parse), and that error is
+        the answer, finished like every other (request id, headers, one access line)."""
         began = time.perf_counter()
         request_id = request_id_for(request.headers, request.platform_request_id)
         token = current_request_id.set(request_id)
         try:
-            response, error_code = (
-                (response_for_error(refused), refused.code) if refused is not None else self._answer(request)
-            )
+            if refused is None:
+                response, error_code = self._answer(request)
+            elif isinstance(refused, HttpError):
+                response, error_code = error_response(refused.status, refused.code, str(refused)), refused.code
+            else:
+                response, error_code = response_for_error(refused), refused.code
             response.headers.update(self._cors_headers(request))
             for name, value in SECURITY_HEADERS.items():
                 response.headers.setdefault(name, value)

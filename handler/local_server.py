@@ -2,16 +2,28 @@
 
 For trying the function without any cloud SDK; ``functions-framework --target translate_http`` serves the same
 surface the way Cloud Functions does. The standard library's own request log is replaced by the JSON access line
-of ``handler.access_log`` (the request line it would print holds the query string, which may hold text).
+of ``handler.access_log`` (the request line it would print holds the query string, which may hold text), and its
+own refusals (a request line it cannot parse, a header too long) are answered through ``HttpApi`` like every
+other request, so that every answer has its one access line.
 """
 
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from handler.access_log import configure_logging
-from handler.http_api import HttpApi, HttpRequest, HttpResponse, error_response
+from handler.errors import InvalidRequestError
+from handler.http_api import UNREADABLE_PATH, HttpApi, HttpRequest, HttpResponse, RequestRefusedError
+
+# the standard library server's own refusals, by status: this API's error codes
+TRANSPORT_ERROR_CODES: dict[int, str] = {
+    HTTPStatus.REQUEST_URI_TOO_LONG: "request_too_large",
+    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE: "request_too_large",
+    HTTPStatus.NOT_IMPLEMENTED: "method_not_allowed",
+}
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +39,8 @@ def make_server(api: HttpApi, host: str = "127.0.0.1", port: int = 8080) -> Thre
         def _answer(self) -> None:
             raw_length = self.headers.get("Content-Length") or "0"
             if not raw_length.isdigit():
-                self._send(error_response(400, "invalid_request", f"Content-Length {raw_length!r} is not a number"))
+                not_a_number = InvalidRequestError(f"Content-Length {raw_length!r} is not a number")
+                self._send(api.handle(self._request_read_so_far(), refused=not_a_number))
                 self.close_connection = True
                 return
             length = int(raw_length)
@@ -35,7 +48,32 @@ def make_server(api: HttpApi, host: str = "127.0.0.1", port: int = 8080) -> Thre
             request = HttpRequest.create(self.command, self.path, self.headers.items(), body)  # query kept
             self._send(api.handle(request))
 
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("do_"):  # every method reaches the API, which answers 405 with Allow for others
+                return self._answer
+            raise AttributeError(name)
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """The standard library's own refusals (a request line or header it cannot parse, one too long) are
+            answered by the API like every other request: JSON, request id, headers, one access line."""
+            reason = message or HTTPStatus(code).phrase
+            refused = RequestRefusedError(code, TRANSPORT_ERROR_CODES.get(code, "invalid_request"), reason)
+            self._send(api.handle(self._request_read_so_far(), refused=refused))
+            self.close_connection = True
+
+        def _request_read_so_far(self) -> HttpRequest:
+            """What was read of a refused request: its method, path and headers where they were parsed."""
+            command, path = getattr(self, "command", None), getattr(self, "path", None)
+            headers = getattr(self, "headers", None)
+            return HttpRequest.create(
+                command if isinstance(command, str) and command else "-",
+                path if isinstance(path, str) and path.startswith("/") else UNREADABLE_PATH,
+                headers.items() if headers is not None else (),
+            )
+
         def _send(self, response: HttpResponse) -> None:
+            if getattr(self, "request_version", "HTTP/1.1") == "HTTP/0.9":
+                self.request_version = "HTTP/1.0"  # a status line and headers in the answer, even to nonsense
             self.send_response(response.status)
             for name, value in response.headers.items():
                 self.send_header(name, value)
@@ -50,6 +88,7 @@ def make_server(api: HttpApi, host: str = "127.0.0.1", port: int = 8080) -> Thre
             pass  # handler.http_api writes the access line (without the path's query string)
 
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+            # what is left: a connection that timed out or broke before a request (there is no answer to log)
             logger.warning("local server: a request it could not read (%s)", args[0] if args else "")
 
     return ThreadingHTTPServer((host, port), Handler)

@@ -183,8 +183,10 @@ class ServerProcess:
 
 def start_functions_framework(target: str, env: dict[str, str], log_dir: Path) -> tuple[ServerProcess, str]:
     port = free_port()
-    command = [
-        str(BIN / "functions-framework"),
+    command = [  # functions-framework's server as make run and the Cloud Run image start it
+        str(BIN / "python"),
+        "-m",
+        "handler.gunicorn_server",
         "--source",
         "main.py",
         "--target",
