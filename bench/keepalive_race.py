@@ -12,9 +12,9 @@ server busy. ``--starve`` stops and resumes the gunicorn worker (SIGSTOP / SIGCO
 2 cores). ``--keepalive S`` serves with ``GUNICORN_KEEPALIVE=S`` (2: gunicorn's default). It prints the requests
 answered and every request that got no HTTP answer, with the pause before it.
 
-Measured on this 2-core machine (180 s, 40 probes, pauses 1-3 s, --starve): with ``--keepalive 2``, 16 of 1,258
-probe requests got no answer (``HTTPConnectionClosed``, after pauses of 1.75-2.23 s: the server closed the
-connection as the request arrived); with the default 75 s, 0 of 1,334.
+Measured on this 2-core machine, ``--seconds 150 --starve`` (40 probes, pauses 1-3 s, load average ~5): with
+``--keepalive 2``, 27 of 938 probe requests got no answer (``HTTPConnectionClosed: connection closed.``, after
+pauses of 1.6-2.4 s: the server closed the connection as the request arrived); with the default 75 s, 0 of 777.
 """
 
 from __future__ import annotations
