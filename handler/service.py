@@ -299,7 +299,8 @@ class TranslationService:
         texts = [self.scripts.to_model_script(text, options.source) for text in texts]
         markups = [parse_markup(text, options.format) for text in texts]
         documents = [[self._split(block) for block in markup.blocks] for markup in markups]
-        sources = list(dict.fromkeys(t for blocks in documents for document in blocks for t in document.texts))
+        # every occurrence: the model still sees a repeated segment once (_segments), and progress counts them all
+        sources = [t for blocks in documents for document in blocks for t in document.texts]
         total = sum(len(t) for blocks in documents for document in blocks for t in document.texts)
         rounds = 0
 

@@ -34,9 +34,11 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
     ],
     "handler/service.py": [
         "tests/mutation_kills/test_service_options.py",
+        "tests/mutation_kills/test_service_pipeline.py",
         "tests/runtime_text/test_request_limits.py",
         "tests/fuzz/test_pathological_texts.py",
     ],
+    "handler/http_api.py": ["tests/mutation_kills/test_http_api.py", "tests/runtime_text/test_request_limits.py"],
 }
 
 
