@@ -75,7 +75,8 @@ def test_unknown_variant_is_refused_with_the_accepted_ones() -> None:
     assert TranslateOptions(source="zt").source == TRADITIONAL
 
 
-def test_converters_are_built_once_and_on_first_use() -> None:
+def _recording_converter() -> tuple[ScriptConverter, list[str]]:
+    """A converter whose OpenCC stand-in changes nothing and records the configurations it was built with."""
     built: list[str] = []
 
     class Identity:
@@ -85,7 +86,11 @@ def test_converters_are_built_once_and_on_first_use() -> None:
         def convert(self, text: str) -> str:
             return text
 
-    converter = ScriptConverter(Identity)
+    return ScriptConverter(Identity), built
+
+
+def test_converters_are_built_once_and_on_first_use() -> None:
+    converter, built = _recording_converter()
     assert built == []
     converter.to_model_script("測試", TAIWAN)
     converter.to_model_script("測試", TAIWAN)
@@ -93,16 +98,7 @@ def test_converters_are_built_once_and_on_first_use() -> None:
 
 
 def test_detection_loads_no_converter_and_simplified_text_never_does() -> None:
-    built: list[str] = []
-
-    class Recording:
-        def __init__(self, config: str) -> None:
-            built.append(config)
-
-        def convert(self, text: str) -> str:
-            return text
-
-    converter = ScriptConverter(Recording)
+    converter, built = _recording_converter()
     assert converter.detect("這個電腦的記憶體不夠").variant == TRADITIONAL
     assert converter.to_model_script("这个电脑的内存不够。", AUTO) == "这个电脑的内存不够。"
     assert built == []  # OpenCC's dictionaries (31.5 MB of heap) stay unloaded
