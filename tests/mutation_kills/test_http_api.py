@@ -14,6 +14,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from handler.http_api import (
     HttpApi,
     HttpRequest,
     HttpResponse,
+    RequestRefusedError,
     media_type_of,
 )
 from handler.service import TextTranslation, TranslateOptions, TranslationService
@@ -61,8 +63,10 @@ def unavailable_api(message: str = "the model is not there") -> HttpApi:
     return HttpApi(Startup(config(), None, ModelUnavailableError(message), 0.0))
 
 
-@pytest.fixture(scope="module")
-def api() -> HttpApi:
+@pytest.fixture
+def api() -> (
+    HttpApi
+):  # one per test: building it (the page, the OpenAPI document, the limits) is part of what is tested
     return make_api()
 
 
@@ -280,6 +284,8 @@ def test_the_openapi_document_is_served(api: HttpApi) -> None:
     assert response.headers["Cache-Control"] == "no-cache"
     document = json.loads(response.body)
     assert document["openapi"].startswith("3.1") and "/translate" in document["paths"]
+    request = document["components"]["schemas"]["TranslateRequest"]["properties"]  # the deployment's limits
+    assert request["text"]["maxLength"] == MAX_CHARS and request["texts"]["maxItems"] == MAX_TEXTS
 
 
 def test_head_answers_like_get_without_a_body(api: HttpApi) -> None:
@@ -342,7 +348,8 @@ def test_the_page_of_an_unavailable_function_says_why_and_cannot_be_broken_out_o
     response = call(unavailable_api("no bundle in </script><b>x</b>"), "GET", "/")
     assert page_config(response)["available"] is False
     assert page_config(response)["error"] == "no bundle in </script><b>x</b>"
-    assert "<b>x</b>" not in response.body_text()
+    raw = re.search(r'<script id="page-config" type="application/json">(.*?)</script>', response.body_text(), re.S)
+    assert raw and "<" not in raw[1] and ">" not in raw[1]  # nothing in it can close or open an element
     assert page_config(call(make_api(api_keys=(KEY,)), "GET", "/"))["keyRequired"] is True
 
 
@@ -513,6 +520,23 @@ def test_a_request_the_adapter_could_not_decode_is_answered_like_any_other(
     assert (line.request_id, line.status, line.error_code) == ("r-bad-body", 400, "invalid_request")  # type: ignore[attr-defined]
 
 
+def test_a_request_its_transport_refused_is_answered_with_the_transports_status(
+    api: HttpApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    request = HttpRequest.create("GET", "/(unreadable)", {}, None, "platform-id-1")
+    refusal = RequestRefusedError(
+        HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "header_too_large", "a header is too long"
+    )
+    with caplog.at_level(logging.INFO, logger="handler.access"):
+        response = api.handle(request, refused=refusal)
+    assert error_of(response, 431, "header_too_large") == "a header is too long"
+    assert response.headers["X-Request-Id"] == "platform-id-1"  # the platform's id, as no header gave one
+    assert response.headers["X-Frame-Options"] == "DENY"
+    [line] = access_lines(caplog)
+    assert (line.status, line.error_code, line.route) == (431, "header_too_large", "(unknown)")  # type: ignore[attr-defined]
+    assert type(line.status) is int  # type: ignore[attr-defined]  # the number, not HTTPStatus's name
+
+
 def test_each_request_has_one_access_line_with_route_status_and_sizes(
     api: HttpApi, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -525,7 +549,9 @@ def test_each_request_has_one_access_line_with_route_status_and_sizes(
     assert first.getMessage() == "POST /translate 200" and first.levelno == logging.INFO
     assert (first.request_id, first.method, first.route, first.status) == ("r-1", "POST", "/translate", 200)  # type: ignore[attr-defined]
     assert (first.request_bytes, first.response_bytes) == (len(body), len(ok.body))  # type: ignore[attr-defined]
-    assert 0 <= first.duration_ms < 60_000 and first.duration_ms == round(first.duration_ms, 2)  # type: ignore[attr-defined]
+    # milliseconds to two decimals, spanning the translation the body reports
+    assert json.loads(ok.body)["elapsed_ms"] <= first.duration_ms < 60_000  # type: ignore[attr-defined]
+    assert isinstance(second.duration_ms, float) and 0 < second.duration_ms == round(second.duration_ms, 2)  # type: ignore[attr-defined]
     for absent in ("error_code", "query", "request_body", "response_body"):
         assert not hasattr(first, absent), absent
     assert (second.route, second.status, second.error_code) == ("(unknown)", 404, "not_found")  # type: ignore[attr-defined]
@@ -537,9 +563,9 @@ def test_with_log_text_the_bodies_and_the_query_are_logged(caplog: pytest.LogCap
     debug = make_api(log_text=True)
     body = json.dumps({"text": "机密合同"}, ensure_ascii=False).encode()
     with caplog.at_level(logging.INFO, logger="handler.access"):
-        response = call(debug, "POST", "/translate?q=机密", JSON_HEADERS, body)
+        response = call(debug, "POST", "/translate?q=机密?&x=1", JSON_HEADERS, body)
         call(debug, "GET", "/")
     translate, page = access_lines(caplog)
-    assert translate.query == "q=机密" and translate.request_body == body.decode()  # type: ignore[attr-defined]
+    assert translate.query == "q=机密?&x=1" and translate.request_body == body.decode()  # type: ignore[attr-defined]
     assert translate.response_body == response.body_text()  # type: ignore[attr-defined]
     assert page.request_body == "" and not hasattr(page, "response_body")  # type: ignore[attr-defined]
