@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import re
+import time
 from collections.abc import Sequence
 from http import HTTPStatus
 from pathlib import Path
@@ -106,6 +107,12 @@ def test_media_type_of_a_content_type_header() -> None:
     assert media_type_of("") == ("", None)
     assert media_type_of("Application/JSON; Charset=UTF-8") == ("application/json", "UTF-8")
     assert media_type_of("application/json") == ("application/json", None)
+
+
+def test_an_rfc_2231_charset_parameter_is_no_charset_and_no_500(api: HttpApi) -> None:
+    content_type = "application/json; charset*=utf-8''utf-8"  # the email parser reads it as a tuple
+    assert media_type_of(content_type) == ("application/json", None)
+    assert call(api, "POST", "/translate", {"Content-Type": content_type}, b'{"text": "a"}').status == 200
 
 
 # --- POST /translate ------------------------------------------------------------------------------------------
@@ -247,6 +254,8 @@ def test_paths_are_normalised_before_routing(api: HttpApi) -> None:
     for path in ("/translate/", "/translate?x=1", "/translate/?x=1"):
         assert post(api, {"text": "a"}, path=path).status == 200, path
     assert call(api, "GET", "/healthz/").status == 200
+    assert call(api, "GET", "/healthz?a=1?b=2").status == 200  # the path ends at the first "?"
+    assert call(api, "GET", "/healthzX").status == 404  # a path is matched whole
     assert call(api, "GET", "//").headers["Content-Type"].startswith("text/html")
     assert call(api, "GET", "/?a=b").headers["Content-Type"].startswith("text/html")
 
@@ -353,6 +362,19 @@ def test_the_page_of_an_unavailable_function_says_why_and_cannot_be_broken_out_o
     assert page_config(call(make_api(api_keys=(KEY,)), "GET", "/"))["keyRequired"] is True
 
 
+def test_the_policy_lists_every_inline_script_of_the_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    template = tmp_path / "index.html"
+    scripts = (b"let a = 1;", b"let b = 2;")
+    template.write_bytes(
+        b'<script id="page-config" type="application/json">__TRANSLATOR_PAGE_CONFIG__</script>'
+        + b"".join(b"<script>" + script + b"</script>" for script in scripts)
+    )
+    monkeypatch.setattr(http_api, "WEB_PAGE", template)
+    policy = call(make_api(), "GET", "/").headers["Content-Security-Policy"]
+    hashes = [f"'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'" for script in scripts]
+    assert f"script-src {hashes[0]} {hashes[1]}; " in policy
+
+
 def test_a_page_template_without_its_placeholder_stops_the_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -451,6 +473,11 @@ def test_no_cors_headers_for_other_origins_without_an_origin_or_without_configur
         assert not set(CORS_NAMES) & set(response.headers), response.headers
 
 
+def test_an_origin_is_matched_whole(api: HttpApi) -> None:
+    for origin in (ORIGIN + "X", ORIGIN + ".evil.example", "https://allowed"):
+        assert "Access-Control-Allow-Origin" not in post(api, {"text": "a"}, Origin=origin).headers, origin
+
+
 def test_cors_star_allows_every_origin_without_vary() -> None:
     star = make_api(cors_origins=("*",))
     headers = post(star, {"text": "a"}, Origin="http://localhost:3000").headers
@@ -497,6 +524,39 @@ def test_an_unavailable_model_is_503_and_logged_as_an_error(caplog: pytest.LogCa
     [failure] = [record for record in caplog.records if record.name == "handler.http_api"]
     assert failure.levelno == logging.ERROR
     assert failure.getMessage() == "POST /translate failed: ModelUnavailableError: the model is not there"
+
+
+def test_a_configuration_error_is_500_and_logged_as_an_error(caplog: pytest.LogCaptureFixture) -> None:
+    error = ConfigurationError("TRANSLATE_BEAM_SIZE=0 is not allowed: an integer from 1 to 8")
+    misconfigured = HttpApi(Startup(config(), None, error, 0.0))
+    with caplog.at_level(logging.INFO, logger="handler"):
+        response = post(misconfigured, {"text": "你好"})
+    assert error_of(response, 500, "configuration_error") == str(error)
+    [failure] = [record for record in caplog.records if record.name == "handler.http_api"]
+    assert failure.levelno == logging.ERROR
+    assert failure.getMessage() == f"POST /translate failed: ConfigurationError: {error}"
+
+
+class SlowService(TranslationService):
+    """The shipped service, taking at least ``SLOW_S`` for each translation."""
+
+    def translate_detailed(
+        self, texts: Sequence[str], options: TranslateOptions | None = None
+    ) -> list[TextTranslation]:
+        time.sleep(SLOW_S)
+        return super().translate_detailed(texts, options)
+
+
+SLOW_S = 0.05
+
+
+def test_elapsed_ms_is_the_translations_time_and_the_access_line_spans_it(caplog: pytest.LogCaptureFixture) -> None:
+    slow = make_api(SlowService(shipped_model(), config()))
+    with caplog.at_level(logging.INFO, logger="handler.access"):
+        response = post(slow, {"text": "你好。"})
+    elapsed = json.loads(response.body)["elapsed_ms"]
+    [line] = access_lines(caplog)
+    assert 1000 * SLOW_S <= elapsed <= line.duration_ms < 60_000  # type: ignore[attr-defined]
 
 
 def test_a_refused_request_is_not_logged_as_a_failure(api: HttpApi, caplog: pytest.LogCaptureFixture) -> None:
@@ -565,7 +625,9 @@ def test_with_log_text_the_bodies_and_the_query_are_logged(caplog: pytest.LogCap
     with caplog.at_level(logging.INFO, logger="handler.access"):
         response = call(debug, "POST", "/translate?q=机密?&x=1", JSON_HEADERS, body)
         call(debug, "GET", "/")
-    translate, page = access_lines(caplog)
+        preflight = call(debug, "OPTIONS", "/translate")  # no Content-Type, no body
+    translate, page, options = access_lines(caplog)
     assert translate.query == "q=机密?&x=1" and translate.request_body == body.decode()  # type: ignore[attr-defined]
     assert translate.response_body == response.body_text()  # type: ignore[attr-defined]
     assert page.request_body == "" and not hasattr(page, "response_body")  # type: ignore[attr-defined]
+    assert preflight.status == 204 and (options.status, options.response_body) == (204, "")  # type: ignore[attr-defined]
