@@ -99,7 +99,7 @@ class ServedFunction:
         arbiter = psutil.Process(self.process.pid)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            workers = [child for child in arbiter.children() if _is_server(" ".join(child.cmdline()))]
+            workers = [child for child in arbiter.children() if _is_server(_command_line(child))]
             if len(workers) == 1:
                 return workers[0].pid
             time.sleep(0.2)
@@ -127,6 +127,14 @@ def run_events(printed: str) -> list[dict[str, Any]]:
             if isinstance(record, dict) and record.get("logger") == RUN_LOGGER:
                 events.append(record)
     return events
+
+
+def _command_line(process: psutil.Process) -> str:
+    """The command line, or "" for a child gone or not yet reaped (run.sh's watcher, once it has printed)."""
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.ZombieProcess, psutil.NoSuchProcess, psutil.AccessDenied):
+        return ""
 
 
 def _is_server(command_line: str) -> bool:
