@@ -219,6 +219,22 @@ def candidate_columns(log_probs: np.ndarray, k: int) -> np.ndarray:
     return columns
 
 
+def reorder_rows(arrays: list[np.ndarray], parent_rows: np.ndarray) -> list[np.ndarray]:
+    """Row ``i`` of every array takes what row ``parent_rows[i]`` holds: a beam's cache follows its parent.
+
+    In place, and only the rows whose parent is another row: most beams continue their own hypothesis, so this
+    copies a fraction of the cache instead of all of it into new arrays (the arrays are the decoder step's own
+    outputs, which nothing else holds). The changed rows' sources are read into a temporary before any is
+    written, so rows that swap or feed each other come out right.
+    """
+    changed = np.flatnonzero(parent_rows != np.arange(parent_rows.size))
+    if changed.size:
+        sources = parent_rows[changed]
+        for array in arrays:
+            array[changed] = array[sources]
+    return arrays
+
+
 def take_slots(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """``array[b, indices[b, i], ...]`` for arrays shaped [items, beams, ...]."""
     expanded = indices.reshape(indices.shape + (1,) * (array.ndim - 2))
@@ -336,10 +352,7 @@ def beam_search(
             break
 
         parent_rows = (np.arange(live)[:, None] * beams + running_parents).reshape(-1)
-        if np.array_equal(parent_rows, np.arange(parent_rows.size)):
-            past = present  # every beam continues its own hypothesis: the cache is already in order
-        else:
-            past = [array[parent_rows] for array in present]
+        past = reorder_rows(present, parent_rows)
         # between steps only `past` holds the cache, so a step runs with two copies of it (its input and its
         # output), not three: measured at 16 sentences x beam 4 x 40 tokens, opus-mt-zh-en-sized, 2 threads, the
         # peak RSS fell from 569-584 MB to 509-517 MB, the same tokens out

@@ -260,3 +260,20 @@ def test_candidate_columns_hold_each_rows_best_entries(width: int) -> None:
         for row in range(len(log_probs)):
             best = set(np.argsort(-log_probs[row], kind="stable")[:k][np.isfinite(np.sort(-log_probs[row])[:k])])
             assert best <= set(columns[row].tolist())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_reorder_rows_gives_every_row_its_parents_cache_in_place(seed: int) -> None:
+    from handler.decoding import reorder_rows
+
+    rng = np.random.default_rng(seed)
+    rows = int(rng.integers(1, 9))
+    # parents as a beam search makes them: any row may be chosen by several, swaps and cycles included
+    parent_rows = rng.integers(0, rows, size=rows) if seed % 2 else rng.permutation(rows)
+    arrays = [rng.standard_normal((rows, 2, int(rng.integers(0, 4)), 3)).astype(np.float32) for _ in range(3)]
+    expected = [array[parent_rows] for array in arrays]
+    originals = [id(array) for array in arrays]
+    reordered = reorder_rows(arrays, parent_rows)
+    assert [id(array) for array in reordered] == originals  # no new arrays: the step's outputs, rearranged
+    for got, want in zip(reordered, expected, strict=True):
+        np.testing.assert_array_equal(got, want)

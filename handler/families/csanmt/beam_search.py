@@ -34,7 +34,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handler.decoding import RepetitionGuard, StepModel, ban_repetitions, candidate_columns, take_slots, top_k
+from handler.decoding import (
+    RepetitionGuard,
+    StepModel,
+    ban_repetitions,
+    candidate_columns,
+    reorder_rows,
+    take_slots,
+    top_k,
+)
 
 LOWEST = np.finfo(np.float32).min  # tf.float32.min: the excluded-hypothesis score
 EOS_ID = 0
@@ -163,10 +171,7 @@ def csanmt_beam_search(
             seqs = take_slots(candidate_seqs, alive)
             log_probs = alive_scores * penalty
             parent_rows = (np.arange(live)[:, None] * beams + alive_beams).reshape(-1)
-            if np.array_equal(parent_rows, np.arange(parent_rows.size)):
-                past = present
-            else:
-                past = [array[parent_rows] for array in present]
+            past = reorder_rows(present, parent_rows)
             del present
 
             # every candidate that ends competes with the finished hypotheses
