@@ -3,7 +3,8 @@
     python -m handler.gunicorn_server [--target translate_http] [--source main.py] [--signature-type http]
                                       [--host 0.0.0.0] [--port 8080]
 
-The same as the ``functions-framework`` command (the same options, read from the same environment variables:
+The same as the ``functions-framework`` command (its options but ``--debug`` and ``--asgi``, read from the same
+environment variables:
 ``FUNCTION_TARGET``, ``FUNCTION_SOURCE``, ``FUNCTION_SIGNATURE_TYPE``, ``HOST``, ``PORT``; ``WORKERS``,
 ``THREADS`` and ``GUNICORN_LOG_LEVEL`` as functions-framework reads them), with two differences: gunicorn keeps an
 idle keep-alive connection open for ``KEEPALIVE_S`` (75) seconds instead of its default 2 (``GUNICORN_KEEPALIVE``,

@@ -16,7 +16,10 @@ import socket
 import time
 from pathlib import Path
 
-from handler.gunicorn_server import KEEPALIVE_S
+import pytest
+
+from handler.errors import ConfigurationError
+from handler.gunicorn_server import KEEPALIVE_ENV, KEEPALIVE_S, server_options
 from tests.faults.run_script import READY, LocalRun
 
 PAUSE_S = 3.5  # gunicorn's default keep-alive (2 s) + its 1 s poll loop + a margin
@@ -53,3 +56,11 @@ def test_an_idle_connection_is_kept_for_a_client_that_pauses(tiny_bundle_dir: Pa
             connection.close()
     finally:
         run.stop()
+
+
+def test_the_keepalive_setting_is_whole_seconds_or_refused_naming_the_variable() -> None:
+    assert server_options({}) == {"keepalive": KEEPALIVE_S}
+    assert server_options({KEEPALIVE_ENV: " 620 "}) == {"keepalive": 620}
+    for bad in ("abc", "0", "-5", "2.5"):
+        with pytest.raises(ConfigurationError, match=f"^{KEEPALIVE_ENV}="):
+            server_options({KEEPALIVE_ENV: bad})
