@@ -116,6 +116,95 @@ EQUIVALENT: dict[str, str] = {
     "handler.file_translation.x_translate_object__mutmut_72": 'info.get("bundle_hash", "") default: always present',
     "handler.file_translation.x_translate_object__mutmut_74": 'info.get("bundle_hash", "") default: always present',
     "handler.file_translation.x_translate_object__mutmut_77": 'info.get("bundle_hash", "") default: always present',
+    # --- handler/service.py
+    "handler.service.x__shown__mutmut_2": "ensure_ascii=False -> None: json.dumps only tests it for truth",
+    "handler.service.xǁTranslationServiceǁ__init____mutmut_16": (
+        "max_positions // 2 -> / 2: 256.0 for 512 positions (x.5 for an odd count); the budget is only compared "
+        "(<=) with integer token counts, which give the same answers"
+    ),
+    "handler.service.xǁTranslationServiceǁ_translate__mutmut_46": (
+        'Translation(text, "plain", ()) -> method None: the service reads only text and spans of a Translation'
+    ),
+    "handler.service.xǁTranslationServiceǁ_translate__mutmut_54": (
+        "model(sources) if sources or True: model([]) decodes no batch and gives [], the same as the else branch"
+    ),
+    "handler.service.xǁTranslationServiceǁ_translate__mutmut_60": (
+        "zip(sources, found, strict=True) -> strict=None: found has one translation per source (translate_protected "
+        "and the model give one per input)"
+    ),
+    "handler.service.xǁTranslationServiceǁ_translate__mutmut_63": "as above: strict dropped, lengths always equal",
+    "handler.service.xǁTranslationServiceǁ_translate__mutmut_64": "as above: strict=False, lengths always equal",
+    "handler.service.xǁTranslationServiceǁ_translate__mutmut_68": (
+        "zip(markups, documents, strict=True) -> None: documents is built from markups, one per markup"
+    ),
+    "handler.service.xǁTranslationServiceǁ_translate__mutmut_71": "as above: strict dropped",
+    "handler.service.xǁTranslationServiceǁ_translate__mutmut_72": "as above: strict=False",
+    "handler.service.xǁTranslationServiceǁ_model_translate__mutmut_80": (
+        "zip(segments.texts, tokens, strict=True) -> None: restore_order returns one output per segment or raises"
+    ),
+    "handler.service.xǁTranslationServiceǁ_model_translate__mutmut_83": "as above: strict dropped",
+    "handler.service.xǁTranslationServiceǁ_model_translate__mutmut_84": "as above: strict=False",
+    "handler.service.xǁTranslationServiceǁmax_new_tokens__mutmut_9": (
+        "max(1, ...) -> max(2, ...): allowed is at least EXTRA_NEW_TOKENS (10), so the floor matters only for a "
+        "model of fewer than 3 positions, which could not hold a segment (max_source_tokens >= 8)"
+    ),
+    "handler.service.xǁTranslationServiceǁ_decode__mutmut_4": (
+        "pad_batch max_width=max_positions -> None: a segment has at most max_positions // 2 tokens, which rounded "
+        "up to a multiple of 16 never passes max_positions (>= 32 for any real model)"
+    ),
+    "handler.service.xǁTranslationServiceǁ_decode__mutmut_8": "as above: max_width dropped",
+    "handler.service.xǁTranslationServiceǁ_check_deadline__mutmut_7": (
+        "monotonic() >= deadline -> >: differs only when the clock reads exactly the deadline (one tick)"
+    ),
+    "handler.service.xǁTranslationServiceǁ_check_deadline__mutmut_40": (
+        "needed > left -> >=: differs only when the projection equals the time left to the last bit"
+    ),
+    # --- handler/http_api.py
+    "handler.http_api.xǁHttpResponseǁbody_text__mutmut_3": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.http_api.xǁHttpApiǁ__init____mutmut_37": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.http_api.x__json_response__mutmut_9": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.http_api.x__render_page__mutmut_53": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.http_api.x__render_page__mutmut_62": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.http_api.xǁHttpApiǁ__init____mutmut_31": (
+        "ensure_ascii=False -> None: json.dumps only tests it for truth, so None is False"
+    ),
+    "handler.http_api.x__json_response__mutmut_4": "ensure_ascii=False -> None: only tested for truth",
+    "handler.http_api.x__render_page__mutmut_40": "ensure_ascii=False -> None: only tested for truth",
+    "handler.http_api.xǁHttpApiǁ__init____mutmut_33": (
+        "the OpenAPI document with ensure_ascii=True (the default): \\u escapes instead of UTF-8, the same JSON "
+        "value for every client that parses it"
+    ),
+    "handler.http_api.xǁHttpApiǁ__init____mutmut_35": "as above: ensure_ascii=True, the same document once parsed",
+    "handler.http_api.x__render_page__mutmut_42": (
+        "the page's configuration with ensure_ascii=True (the default): the page's script parses the same values "
+        "(and escapes hold no < or >)"
+    ),
+    "handler.http_api.x__render_page__mutmut_43": "as above: ensure_ascii=True, the same values once parsed",
+    "handler.http_api.x__render_page__mutmut_46": (
+        '"\\u003c" -> "\\u003C": JSON hex escapes are case-insensitive, the same character once parsed'
+    ),
+    "handler.http_api.x__render_page__mutmut_49": '"\\u003e" -> "\\u003E": as above',
+    "handler.http_api.x_status_for__mutmut_1": (
+        "the fallback 500 -> 501 is unreachable: status_for takes a TranslatorError, and the table's last row is "
+        "TranslatorError"
+    ),
+    "handler.http_api.xǁHttpApiǁhandle__mutmut_36": (
+        'headers.get("x-forwarded-proto", "") -> default "XXXX": without the header neither is "https"'
+    ),
+    "handler.http_api.xǁHttpApiǁ_json_body__mutmut_3": (
+        'headers.get("content-type", "") -> default None: media_type_of and the message test it for truth only'
+    ),
+    "handler.http_api.xǁHttpApiǁ_json_body__mutmut_5": "as above: the default None",
+    "handler.http_api.xǁHttpApiǁ_log__mutmut_49": (
+        'headers.get("Content-Type", "") -> default "XXXX": without a Content-Type neither starts with "text/html"'
+    ),
+    "handler.http_api.x_media_type_of__mutmut_6": 'message["CONTENT-TYPE"]: email header names are case-insensitive',
+    "handler.http_api.x_media_type_of__mutmut_10": 'get_param("CHARSET"): parameter names are case-insensitive',
+    "handler.http_api.x__normalise_path__mutmut_5": 'path.split("?", 1)[0] -> split("?")[0]: the same first part',
+    "handler.http_api.x__normalise_path__mutmut_8": 'split("?", 1)[0] -> split("?", 2)[0]: the same first part',
+    "handler.http_api.x__normalise_path__mutmut_10": (
+        'len(path) > 1 -> >= 1: "/" stripped is "", which "path or \'/\'" turns back into "/"'
+    ),
 }
 
 
