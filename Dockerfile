@@ -52,13 +52,15 @@ FROM bundle${MODEL:+-export} AS selected-bundle
 # ---- runtime base -----------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime-base
 # A function's file system is read-only except /tmp: HOME (onnxruntime's cache folder) and caches live there,
-# and Python never writes bytecode at run time (it is compiled into the image below).
+# and Python never writes bytecode at run time (it is compiled into the image below). MALLOC_ARENA_MAX: glibc
+# otherwise gives each server thread its own heap (8 gunicorn threads: worker RSS ~167 -> ~125 MB measured).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOME=/tmp \
-    XDG_CACHE_HOME=/tmp/.cache
+    XDG_CACHE_HOME=/tmp/.cache \
+    MALLOC_ARENA_MAX=2
 RUN useradd --system --uid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin translator
 WORKDIR /app
 

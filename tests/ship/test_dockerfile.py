@@ -60,6 +60,7 @@ def test_runtime_images_start_from_slim_python_and_run_as_non_root(dockerfile: D
     environment = dockerfile.env(target)
     assert environment["HOME"] == "/tmp" and environment["XDG_CACHE_HOME"].startswith("/tmp/")
     assert environment["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert environment["MALLOC_ARENA_MAX"] == "2"  # one heap per server thread otherwise
     runs = [i.value[0] for i in dockerfile.instructions(target) if i.cmd == "RUN"]
     assert any(r.startswith("python -m compileall") for r in runs), "bytecode is compiled at build time"
     assert not [r for r in runs if "torch" in r or "transformers" in r]
