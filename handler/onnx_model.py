@@ -54,9 +54,10 @@ LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 er
 # the noise. Graphs larger than this together (a full-size CSANMT bundle: 626 MB) also open "lean": no pre-packed
 # weights. Measured on the full-size random CSANMT, 64 rows decoding 100 steps: pre-packing keeps a second,
 # re-laid-out copy of every INT8 weight matrix (RSS after load 967 MB, 674 MB without; peak 1,918 MB with arena and
-# pre-packing, 1,575 MB with neither). Smaller models keep pre-packing: they fit easily and it is faster. A lean
-# model also fixes glibc's mmap threshold (``return_large_blocks_to_the_system``), which cut the opus-mt-sized peak
-# further (to 645 MB) but cost speed there (26.7 s against 14-18 s), so it stays for the large models only.
+# pre-packing, 1,575 MB with neither). Smaller models' decoders keep pre-packing: they fit easily and it is faster
+# (the encoder never pre-packs: see OnnxEncoderDecoder). A lean model also fixes glibc's mmap threshold
+# (``return_large_blocks_to_the_system``), which cut the opus-mt-sized peak further (to 645 MB) but cost speed
+# there (26.7 s against 14-18 s), so it stays for the large models only.
 LEAN_LOADING_BYTES = 300_000_000
 
 
