@@ -36,13 +36,31 @@ _LIBC = _libc()
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _lock = threading.Lock()  # one trim at a time: concurrent requests finishing together need only one
 _rss_after_trim = 0
+_statm: int | None = None  # /proc/self/statm, opened once per process: a request opens no file
+
+
+def _open_statm() -> None:
+    """Open this process's ``/proc/self/statm`` (again in a forked child: the parent's names the parent)."""
+    global _statm
+    if _statm is not None:
+        os.close(_statm)
+    try:
+        _statm = os.open("/proc/self/statm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        _statm = None
+
+
+_open_statm()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_open_statm)
 
 
 def resident_bytes() -> int | None:
-    """This process's resident set size (``/proc/self/statm``); None where there is no ``/proc``."""
+    """This process's resident set size (``/proc/self/statm``, re-read each call); None where there is no ``/proc``."""
+    if _statm is None:
+        return None
     try:
-        with open("/proc/self/statm", encoding="ascii") as handle:
-            return int(handle.read().split()[1]) * _PAGE_BYTES
+        return int(os.pread(_statm, 256, 0).split()[1]) * _PAGE_BYTES
     except (OSError, ValueError, IndexError):
         return None
 
