@@ -13,7 +13,7 @@ from handler.config import RuntimeConfig
 from handler.errors import ConfigurationError, DeadlineExceededError, InvalidRequestError, RequestTooLargeError
 from handler.loader import LoadedModel
 from handler.segmentation import split_document
-from handler.service import OPTION_NAMES, ThroughputMeter, TranslateOptions, TranslationService
+from handler.service import OPTION_NAMES, TranslateOptions, TranslationService
 from tests.runtime.conftest import SENTENCES
 from tests.runtime.step_models import CountingModel
 
@@ -241,15 +241,6 @@ def test_a_batch_that_would_overrun_is_not_started(tiny_loaded: LoadedModel, tin
     ):
         service.translate_document(PARAGRAPHS, deadline=time.monotonic() + 3600, progress=slow_down)
     assert len(counting.encoded_rows) == 1
-
-
-def test_throughput_meter_projects_from_recent_batches() -> None:
-    meter = ThroughputMeter(memory=0.5)
-    assert meter.seconds_for(100) is None
-    meter.record(seconds=1.0, work=100)
-    assert meter.seconds_for(50) == pytest.approx(0.5)
-    meter.record(seconds=3.0, work=100)  # slower now: (0.5 * 1 + 3) / (0.5 * 100 + 100)
-    assert meter.seconds_for(150) == pytest.approx(3.5)
 
 
 def test_the_deployment_glossary_applies_and_a_request_term_wins(
