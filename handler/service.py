@@ -301,7 +301,7 @@ class TranslationService:
         documents = [[self._split(block) for block in markup.blocks] for markup in markups]
         # every occurrence: the model still sees a repeated segment once (_segments), and progress counts them all
         sources = [t for blocks in documents for document in blocks for t in document.texts]
-        total = sum(len(t) for blocks in documents for document in blocks for t in document.texts)
+        total = sum(len(t) for t in sources)
         rounds = 0
 
         def model(inputs: Sequence[str]) -> list[str]:

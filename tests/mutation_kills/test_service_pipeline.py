@@ -281,19 +281,25 @@ def test_a_deadline_already_passed_raises_before_any_work() -> None:
     assert counting.batches == 0
 
 
+def _seconds_in(pattern: str, message: str) -> tuple[float, float]:
+    """The (needed, left) seconds of a deadline message that matches ``pattern`` whole."""
+    found = re.fullmatch(pattern, message)
+    assert found, message
+    needed, left = (float(number.replace(",", "")) for number in found.groups())
+    return needed, left
+
+
 @needs_shipped_bundle
 def test_a_document_that_cannot_finish_in_time_is_refused_before_work() -> None:
     service, counting = counting_service(batch_tokens=64)
     service.throughput.record(seconds=10.0, work=1.0)  # measured: 10 s per source token and beam
     with pytest.raises(DeadlineExceededError) as caught:
         service.translate_document(DOCUMENT, deadline=time.monotonic() + 60)
-    found = re.fullmatch(
+    needed, left = _seconds_in(
         r"the document needs about ([\d,.]+) s at the measured speed, but only ([\d.]+) s are left before the "
         r"deadline; nothing was translated",
         str(caught.value),
     )
-    assert found, str(caught.value)
-    needed, left = (float(number.replace(",", "")) for number in found.groups())
     # every Chinese line is at least 8 tokens, decoded with 4 beams: more than 3 x 8 x 4 x 10 s
     assert needed > BATCHES * 8 * 4 * 10 and 59 < left <= 60
     assert counting.batches == 0
@@ -322,13 +328,11 @@ def test_a_batch_that_would_overrun_is_not_started() -> None:
 
     with pytest.raises(DeadlineExceededError) as caught:
         service.translate_document(DOCUMENT, deadline=time.monotonic() + 3600, progress=slow_down)
-    found = re.fullmatch(
+    needed, left = _seconds_in(
         rf"batch 2 of {BATCHES} needs about ([\d,.]+) s at the measured speed, but only ([\d,.]+) s are left before "
         rf"the deadline; 1 of {BATCHES} batches done",
         str(caught.value),
     )
-    assert found, str(caught.value)
-    needed, left = (float(number.replace(",", "")) for number in found.groups())
     assert needed > left > 3500
     assert counting.batches == 1
 
