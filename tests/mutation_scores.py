@@ -58,13 +58,53 @@ EQUIVALENT: dict[str, str] = {
         "piece_start < piece_end -> <=: every piece between two distinct boundaries holds a non-space character "
         "(boundaries are after a clause mark or at the start of a maximal whitespace run)"
     ),
-    "handler.segmentation.x__last_fitting__mutmut_17": (
-        "step *= 2 -> step = 2: the gallop's step only changes which prefixes are measured; for counts that grow with "
-        "the prefix the bisection ends at the same longest fitting prefix"
-    ),
-    "handler.segmentation.x__last_fitting__mutmut_19": "step *= 2 -> step *= 3: as above, the same longest prefix",
     "handler.segmentation.x__outside_ascii_run__mutmut_11": (
         "run_start > start -> >=: the loop goes one further only when run_start == start, and then both return cut"
+    ),
+    "handler.segmentation.xǁDocumentǁjoin__mutmut_7": (
+        "line_has_text = False -> True before the loop: the first segment (index 0) always sets it to False"
+    ),
+    "handler.segmentation.x__strip__mutmut_7": (
+        "end > start -> end >= start: goes one step further only for an all-whitespace span, returning (start, "
+        "start - 1) instead of (start, start); every caller treats both as empty (start >= end, span[0] < span[1])"
+    ),
+    "handler.segmentation.x__sentences__mutmut_40": (
+        "span[0] < span[1] -> <= for a sentence cut at an end mark: the span holds that mark, so it is never empty"
+    ),
+    "handler.segmentation.x__sentences__mutmut_52": (
+        "span[0] < span[1] -> <= for the line's last span: an empty span (the line ended with a sentence) reaches "
+        "_fit, which strips it and returns without a segment"
+    ),
+    "handler.segmentation.x__ends_sentence__mutmut_6": (
+        'following = "" -> "XXXX" at the end of the line: a run there is then no cut, but the line ends at the same '
+        "place, so the last span is the same sentence"
+    ),
+    "handler.segmentation.x__ends_sentence__mutmut_49": (
+        "the next non-space looked for beyond the line end: it differs only when the rest of the line is blank, where "
+        "not cutting gives the same last span (the line ends there)"
+    ),
+    "handler.segmentation.x__clause_cuts__mutmut_7": (
+        "clause marks looked for beyond the span's end: such cuts are dropped (start < cut < end), and no run of "
+        "clause marks crosses a span's end (spans end after an end mark or a closer, or before whitespace)"
+    ),
+    "handler.segmentation.x__clause_cuts__mutmut_12": (
+        '",:" -> "XX,:XX": a clause-mark run never starts with "X", so the test is true for the same characters'
+    ),
+    "handler.segmentation.x__whitespace_cuts__mutmut_6": (
+        "whitespace looked for beyond the span's end: those cuts are dropped (start < cut < end); the span is "
+        "stripped, so no whitespace run crosses its end"
+    ),
+    "handler.segmentation.x__fit__mutmut_8": (
+        "start >= end -> start > end: _fit never gets a span that strips to empty (sentences hold text; a piece it "
+        "recurses on is over the budget, so it holds text too)"
+    ),
+    "handler.segmentation.x__cut_by_budget__mutmut_2": (
+        "rstrip -> lstrip of a prefix: _cut_by_budget gets one whitespace-free word (the level before it cut at "
+        "every whitespace run), so both strip nothing"
+    ),
+    "handler.segmentation.x__outside_ascii_run__mutmut_8": (
+        "run_start = cut - 1 -> cut + 1: text[cut] and text[cut - 1] are both run characters here, so the walk back "
+        "passes them and stops at the same run start"
     ),
     # --- handler/file_translation.py
     "handler.file_translation.x_check_key__mutmut_2": 'problem = "" -> None: only tested for truth',

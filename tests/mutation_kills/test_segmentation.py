@@ -75,3 +75,96 @@ def test_a_dot_after_one_letter_is_an_initial_after_two_a_sentence_end() -> None
     assert split_document("Ask J. Smith.", chars, 100).texts == ["Ask J. Smith."]
     assert split_document("Ask XI. Go now.", chars, 100).texts == ["Ask XI.", "Go now."]
     assert split_document("Ask Dr. Wang.", chars, 100).texts == ["Ask Dr. Wang."]
+
+
+# --- sentence ends: closers, quotes, initials -----------------------------------------------------------------
+
+
+def test_end_marks_taken_in_by_a_sentence_do_not_stop_the_next_sentences() -> None:
+    # "！" after the closing quote belongs to the first sentence; the line's later sentences are still cut
+    assert split_document("他说：“好！”！我们走吧。你呢？", chars, 100).texts == [
+        "他说：“好！”！",
+        "我们走吧。",
+        "你呢？",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a quote left open in the previous sentence does not change whether this one's quote closes
+        ('他说"好。她说"走。"我们', ['他说"好。', '她说"走。"', "我们"]),
+        # only the quotes before the end mark count, not those after it
+        ('她说"走。"好"', ['她说"走。"', '好"']),
+        # the third quote of a sentence closes (an odd count), whatever follows
+        ('他说"甲"和"走。"然后', ['他说"甲"和"走。"', "然后"]),
+    ],
+)
+def test_an_ascii_quote_after_an_end_mark_closes_a_quote_opened_in_that_sentence(
+    text: str, expected: list[str]
+) -> None:
+    assert split_document(text, chars, 100).texts == expected
+
+
+def test_a_dot_after_an_initial_that_follows_another_dot_is_not_a_sentence_end() -> None:
+    # "中.J." : the word before the last dot is ".J", an initial once its dots are stripped
+    assert split_document("请看中.J. Smith的书。", chars, 100).texts == ["请看中.J. Smith的书。"]
+
+
+# --- clause cuts ------------------------------------------------------------------------------------------------
+
+
+def test_a_full_width_clause_mark_is_a_cut_whatever_follows_it() -> None:
+    assert split_document("我们买了苹果，Apple公司的股票", chars, 10).texts == ["我们买了苹果，", "Apple公司的股", "票"]
+
+
+def test_an_ascii_comma_is_a_cut_before_whitespace_or_chinese_but_not_inside_a_number() -> None:
+    assert split_document("我们买了苹果,香蕉和橘子,还有别的", chars, 8).texts == [
+        "我们买了苹果,",
+        "香蕉和橘子,",
+        "还有别的",
+    ]
+    assert split_document("苹果和梨, 香蕉和橘子", chars, 8).texts == ["苹果和梨,", "香蕉和橘子"]
+    # a number's comma is no cut, and the clause marks after it still are
+    assert split_document("价格是1,000元，数量是二十个，总计两万", chars, 12).texts == [
+        "价格是1,000元，",
+        "数量是二十个，总计两万",
+    ]
+
+
+def test_an_ascii_comma_at_the_very_end_of_the_text_is_handled() -> None:
+    assert split_document("甲乙丙丁戊，己庚辛壬癸,", chars, 8).texts == ["甲乙丙丁戊，", "己庚辛壬癸,"]
+
+
+def test_clauses_that_fit_together_are_packed_up_to_the_last_one() -> None:
+    assert split_document("甲甲甲，乙，丙", chars, 6).texts == ["甲甲甲，", "乙，丙"]
+
+
+# --- whitespace cuts, then the budget -------------------------------------------------------------------------
+
+
+def test_a_clause_over_the_budget_is_cut_at_whitespace_before_any_budget_cut() -> None:
+    assert split_document("中 文中文中", chars, 5).texts == ["中", "文中文中"]
+    # a clause over the budget goes to the whitespace level first, not straight to budget cuts
+    assert split_document("中 文中文中，好", chars, 6).texts == ["中", "文中文中，", "好"]
+
+
+def test_a_later_budget_cut_moves_back_to_the_start_of_its_ascii_run() -> None:
+    # the second piece "五abc|def" would end inside "abcdef": it stops before the run instead
+    assert split_document("一二三四五abcdef", chars, 5).texts == ["一二三四", "五", "abcd", "ef"]
+
+
+def test_a_budget_cut_between_an_ascii_run_and_chinese_stays_where_it_is() -> None:
+    assert split_document("一二abc中文字", chars, 6).texts == ["一二abc", "中文字"]
+
+
+def test_every_piece_fits_the_budget_even_when_token_counts_are_not_monotone() -> None:
+    # A real tokenizer's count of a longer prefix can be smaller (pieces merge). Here six "乙" alone cost 20 extra
+    # tokens: the longest prefix that fits ends inside "abc...", the ASCII run's start (after the six "乙") does
+    # not fit, so the cut stays at the longest prefix instead of moving back to the run.
+    def lumpy(text: str) -> int:
+        return len(text) + 1 + (20 if text == "乙" * 6 else 0)
+
+    document = split_document("乙乙乙乙乙乙abcdefghij", lumpy, 9)
+    assert document.texts == ["乙乙乙乙乙乙ab", "cdefghij"]
+    assert all(lumpy(piece) <= 9 for piece in document.texts)
