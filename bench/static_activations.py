@@ -33,8 +33,11 @@ from typing import Any
 
 import numpy as np
 
-PER_ROW_SCALED = "_per_row_activation_scaled"  # build.quantize: Div(x, row scale) feeding QuantizeLinear
-CALIBRATION_FILE = Path("data/corpus/train-00.zh-en.tsv.gz")
+from build.corpus import REPOSITORY_CORPUS_DIR, read_pairs
+from build.quantize import PER_ROW_PREFIX
+
+PER_ROW_SCALED = f"_{PER_ROW_PREFIX}_scaled"  # build.quantize: Div(x, row scale) feeding QuantizeLinear
+CALIBRATION_FILE = REPOSITORY_CORPUS_DIR / "train-00.zh-en.tsv.gz"  # the first shard of the repository's train set
 MAX_STEPS = 64
 
 
@@ -169,10 +172,8 @@ def make_static(graph_path: Path, out_path: Path, scales: dict[str, float]) -> i
 
 
 def calibration_sentences(count: int) -> list[str]:
-    from build import corpus
-
     chosen = []
-    for pair in corpus.read_pairs(CALIBRATION_FILE):
+    for pair in read_pairs(CALIBRATION_FILE):
         if 8 <= len(pair.zh) <= 120:
             chosen.append(pair.zh)
         if len(chosen) == count:
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     record["quantization"]["activations"] = "static"
     record["quantization"]["static_calibration"] = {
         "sentences": len(sentences),
-        "source": str(CALIBRATION_FILE),
+        "source": f"data/corpus/{CALIBRATION_FILE.name}",
         "percentile": args.percentile,
         "inputs": rewritten,
     }
