@@ -1,49 +1,61 @@
 # syntax=docker/dockerfile:1
 # Container images of the Chinese→English translation function.
 #
-#   docker build --target lambda   -t zh-en-translate:lambda   .   # AWS Lambda (make image)
-#   docker build --target cloudrun -t zh-en-translate:cloudrun .   # Cloud Run / functions-framework (make image-gcp)
-#   docker build --target lambda --build-arg MODEL=Helsinki-NLP/opus-mt-zh-en -t zh-en-translate:opus .
+#   make image     BUNDLE=model_artifacts/<name>   # AWS Lambda (target lambda), baking a bundle `make model` wrote
+#   make image-gcp BUNDLE=model_artifacts/<name>   # Cloud Run / Cloud Functions (target cloudrun)
+#   docker build --target lambda --build-arg BUNDLE=model_artifacts/<name> -t zh-en-translate:lambda .
+#   docker build --target lambda --build-arg MODEL=Helsinki-NLP/opus-mt-zh-en -t zh-en-translate:lambda .
 #
-# Without MODEL the image bakes the committed bundle model_artifacts/default. With MODEL (a Hugging Face hub id,
-# or a checkpoint folder inside the build context such as model_artifacts/training-checkpoint) a build stage
-# with torch exports, quantizes and verifies that model with `python -m build.export` and bakes the result
-# (a CSANMT folder, ModelScope layout, in the build context: TensorFlow and the tokenizer libraries too; the
-# runtime image then installs requirements/csanmt.txt, the CSANMT tokenizer, because the manifest says csanmt).
+# BUNDLE (default model_artifacts/default, the committed bundle) names a finished bundle folder under
+# model_artifacts/: it is copied as it is, with no torch and no network in the build, and keeps its name. MODEL
+# (a Hugging Face hub id, or a checkpoint folder under model_artifacts/ such as a downloaded ModelScope CSANMT
+# folder) instead makes a build stage with torch export, quantize and verify that model with
+# `python -m build.export` (network needed: the PyTorch CPU index, the hub; a CSANMT folder also installs
+# TensorFlow there). Either way the runtime image installs requirements/csanmt.txt (the CSANMT tokenizer) only
+# when the baked manifest says family csanmt.
 # Runtime images hold Python, the pinned and hashed runtime requirements (no torch, no transformers), handler/,
 # (main.py for Cloud Run) and the bundle, run as a non-root user, and load and warm the model at import.
-# tests/ship/test_runtime_image.py rebuilds exactly these contents without Docker and checks them.
+# tests/ship/test_runtime_image.py rebuilds exactly these contents without an engine and checks them;
+# make image-check builds and runs the real images.
 
 ARG PYTHON_IMAGE=python:3.11-slim
+ARG BUNDLE=model_artifacts/default
 ARG MODEL=""
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 
-# ---- the bundle: the committed default... ---------------------------------------------------------------
+# ---- the bundle: a finished one from the build context (the committed default unless BUNDLE says)... ------
 FROM scratch AS bundle
-COPY model_artifacts/default/ /bundle/
+ARG BUNDLE
+COPY ${BUNDLE}/ /bundle/
 
 # ---- ...or one exported from MODEL at build time (torch CPU wheel; needs network for hub ids) -----------
 FROM ${PYTHON_IMAGE} AS bundle-export
 ARG MODEL
+ARG TORCH_INDEX_URL
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 HOME=/tmp PYTHONUNBUFFERED=1
 WORKDIR /src
 COPY requirements/build.txt requirements/build.txt
 # torch first from the PyTorch CPU index (PyPI's torch is the CUDA build); the hashed lock file then finds it
 # installed. The `if`s only matter to the classic builder (e.g. under `sam build`), which builds every stage.
 RUN if [ -n "$MODEL" ]; then \
-        pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0+cpu \
+        pip install --index-url "$TORCH_INDEX_URL" torch==2.13.0+cpu \
         && pip install --require-hashes -r requirements/build.txt; \
     fi
 COPY build/ build/
 COPY handler/ handler/
 COPY model_artifacts/ model_artifacts/
-# A CSANMT folder (ModelScope layout) also needs TensorFlow to read its checkpoint and the tokenizer libraries:
-# requirements/dev.txt holds them, locked together with build.txt's pins (already installed, so kept).
+# The family decides the rest: a CSANMT folder (ModelScope layout) also needs TensorFlow to read its checkpoint
+# and the tokenizer libraries (requirements/dev.txt holds them, locked together with build.txt's pins). A MODEL
+# that is no usable checkpoint fails here, with build.families' reason.
 COPY requirements/dev.txt requirements/dev.txt
-RUN if [ -n "$MODEL" ] && python -c "import sys; from build.families import resolve; \
-        sys.exit(resolve(sys.argv[1]).name != 'csanmt')" "$MODEL"; then \
-        pip install --require-hashes -r requirements/dev.txt; \
+RUN if [ -n "$MODEL" ]; then \
+        family="$(python -m build.families "$MODEL")" \
+        && echo "MODEL=$MODEL is a $family checkpoint" \
+        && if [ "$family" = csanmt ]; then pip install --require-hashes -r requirements/dev.txt; fi; \
     fi
-RUN if [ -n "$MODEL" ]; then python -m build.export --model "$MODEL" --out /bundle; else mkdir /bundle; fi
+RUN if [ -n "$MODEL" ]; then \
+        python -m build.export --model "$MODEL" --out /bundle --name "$(basename "$MODEL")"; \
+    else mkdir /bundle; fi
 
 # Chooses the bundle stage: "bundle" when MODEL is empty, "bundle-export" otherwise (a stage, not an image).
 # hadolint ignore=DL3006
@@ -68,7 +80,7 @@ WORKDIR /app
 FROM runtime-base AS cloudrun
 COPY requirements/runtime-gcp.txt /tmp/requirements.txt
 RUN pip install --require-hashes -r /tmp/requirements.txt && rm /tmp/requirements.txt
-# A CSANMT bundle's tokenizer libraries (jieba, subword-nmt, sacremoses: ~45 MB), only when the baked bundle's
+# A CSANMT bundle's tokenizer libraries (jieba, subword-nmt, sacremoses), only when the baked bundle's
 # manifest says family csanmt: the default image stays within its size budget.
 COPY requirements/csanmt.txt /tmp/requirements-csanmt.txt
 COPY --from=selected-bundle /bundle/manifest.json /tmp/bundle-manifest.json
@@ -94,7 +106,7 @@ CMD ["python", "-m", "handler.gunicorn_server"]
 FROM runtime-base AS lambda
 COPY requirements/runtime-aws.txt /tmp/requirements.txt
 RUN pip install --require-hashes -r /tmp/requirements.txt && rm /tmp/requirements.txt
-# A CSANMT bundle's tokenizer libraries (jieba, subword-nmt, sacremoses: ~45 MB), only when the baked bundle's
+# A CSANMT bundle's tokenizer libraries (jieba, subword-nmt, sacremoses), only when the baked bundle's
 # manifest says family csanmt: the default image stays within its size budget.
 COPY requirements/csanmt.txt /tmp/requirements-csanmt.txt
 COPY --from=selected-bundle /bundle/manifest.json /tmp/bundle-manifest.json

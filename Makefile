@@ -15,7 +15,15 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 MODEL ?=
 NAME ?= $(notdir $(patsubst %/,%,$(MODEL)))
+VERIFY_ARGS ?=
+# images: BUNDLE (a finished bundle, model_artifacts/<name>) or MODEL (exported inside the image build); CONTAINER
+# (docker, podman or buildah; default: detected), BASE_IMAGE (default python:3.11-slim). infra/container/image.sh.
+BUNDLE ?=
+CONTAINER ?=
+BASE_IMAGE ?=
 IMAGE ?= zh-en-translate
+IMAGE_CHECK_ARGS ?=
+CONTAINER_PACKAGES ?= buildah podman debootstrap
 PYTEST_ARGS ?=
 TRAIN_ARGS ?=
 EVAL_ARGS ?=
@@ -39,22 +47,26 @@ PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-un
 	--no-emit-index-url --no-emit-find-links
 
 .PHONY: mutation
-.PHONY: help run test lint model train eval fidelity bench image image-gcp deploy-aws deploy-gcp lock clean distclean \
-	browser dev-env run-env model-argument audit loadtest
+.PHONY: help run test lint model train eval fidelity bench image image-gcp image-check deploy-aws deploy-gcp \
+	deploy-cloudrun lock clean distclean browser container-engine dev-env run-env model-argument audit loadtest
 
 help:
 	@echo "make run                    serve the function on http://$(HOST):$(PORT)/ (PORT=... to change)"
 	@echo "make test                   the whole test suite (what .ci/run runs, with make lint)"
 	@echo "make lint                   ruff on the repository, mypy on handler/, pip-audit of the runtime lock files"
-	@echo "make model MODEL=<folder or hub id> [NAME=...] [LABEL=...] [FAMILY=csanmt] [FORCE=1]   export + quantize + verify a bundle"
+	@echo "make audit                  pip-audit of the runtime lock files alone (part of make lint)"
+	@echo "make model MODEL=<folder or hub id> [NAME=...] [LABEL=...] [FAMILY=csanmt] [FORCE=1] [VERIFY_ARGS=...]"
+	@echo "                            export + quantize + verify a bundle into model_artifacts/NAME"
 	@echo "make train [TRAIN_ARGS=--finalize]   train the default model (resumes; finalize writes the checkpoint)"
 	@echo "make eval                   BLEU/chrF++ of the bundles on the dev set (data/corpus, or TRANSLATE_CORPUS_DIR)"
 	@echo "make fidelity [FIDELITY_ARGS=--dev --guards --tiny]   spans, amounts, glossary, markup kept, per class"
 	@echo "make bench [BENCH_ARGS=--quick]   this runtime beside CTranslate2 and transformers; writes docs/benchmarks.md"
 	@echo "make mutation [MODULE=handler/config.py] [SAMPLE=N]   mutmut on one module (or all: hours; docs/mutation.md)"
 	@echo "make loadtest [LOADTEST_ARGS=--quick]   load + soak of make run's server with locust (long; see docs/loadtest.md)"
-	@echo "make image / image-gcp      container images for AWS Lambda / Cloud Run (needs Docker; MODEL=... bakes another)"
-	@echo "make deploy-aws / deploy-gcp   print the deployment commands; DEPLOY=1 runs them"
+	@echo "make image / image-gcp [BUNDLE=model_artifacts/<name>] [CONTAINER=docker|podman|buildah] [BASE_IMAGE=...]"
+	@echo "                            container images for AWS Lambda / Cloud Run (MODEL=<checkpoint> exports inside)"
+	@echo "make image-check            build, run and call every image of a tiny Marian, a tiny CSANMT and the default"
+	@echo "make deploy-aws / deploy-gcp / deploy-cloudrun [BUNDLE=...]   print the deployment commands; DEPLOY=1 runs them"
 	@echo "make lock                   regenerate requirements/*.txt from requirements/*.in"
 	@echo "make clean                  remove caches and the run/lock environments (distclean: .venv too)"
 
@@ -130,10 +142,10 @@ audit: $(DEV_STAMP)
 # ---- models -------------------------------------------------------------------------------------------------
 model: model-argument $(DEV_STAMP)
 	$(VENV)/bin/python -m build.export --model "$(MODEL)" --out "model_artifacts/$(NAME)" \
-		$(if $(LABEL),--name "$(LABEL)") $(if $(FORCE),--force) $(if $(FAMILY),--family "$(FAMILY)")
+		$(if $(LABEL),--name "$(LABEL)") $(if $(FORCE),--force) $(if $(FAMILY),--family "$(FAMILY)") $(VERIFY_ARGS)
 
 model-argument:
-	@test -n "$(MODEL)" || { echo "usage: make model MODEL=<checkpoint folder or hub id> [NAME=<bundle folder>] [LABEL=<name in the manifest>] [FAMILY=marian|csanmt] [FORCE=1]"; exit 2; }
+	@test -n "$(MODEL)" || { echo "usage: make model MODEL=<checkpoint folder or hub id> [NAME=<bundle folder>] [LABEL=<name in the manifest>] [FAMILY=marian|csanmt] [FORCE=1] [VERIFY_ARGS=\"--min-int8-top1-agreement 0.9 ...\"]"; exit 2; }
 
 # jemalloc made training 2.2x faster here (glibc malloc fragments under torch's many small allocations).
 train: $(DEV_STAMP)
@@ -180,33 +192,44 @@ else
 endif
 
 # ---- images and deployment ----------------------------------------------------------------------------------
+IMAGE_ENV = CONTAINER="$(CONTAINER)" BUNDLE="$(BUNDLE)" MODEL="$(MODEL)" BASE_IMAGE="$(BASE_IMAGE)" IMAGE="$(IMAGE)"
+
 image:
-	docker build --target lambda -t $(IMAGE):lambda $(if $(MODEL),--build-arg MODEL=$(MODEL)) .
+	@$(IMAGE_ENV) bash infra/container/image.sh build lambda
 
 image-gcp:
-	docker build --target cloudrun -t $(IMAGE):cloudrun $(if $(MODEL),--build-arg MODEL=$(MODEL)) .
+	@$(IMAGE_ENV) bash infra/container/image.sh build cloudrun
 
-STACK ?= zh-en-translate
-INPUT_BUCKET ?=
-OUTPUT_BUCKET ?=
-AWS_DEPLOY := sam deploy --template-file .aws-sam/build/template.yaml --stack-name $(STACK) --resolve-image-repos \
-	--capabilities CAPABILITY_IAM --parameter-overrides InputBucketName=$(or $(INPUT_BUCKET),<INPUT_BUCKET>) \
-	OutputBucketName=$(or $(OUTPUT_BUCKET),<OUTPUT_BUCKET>)
+# The whole journey on this machine (tests/journey/image_check.py): tiny Marian and CSANMT checkpoints through
+# make model, every bundle baked into both images with BUNDLE=, each image run and called, the deploy targets'
+# printed commands, the staged Cloud Functions source in a clean venv, a large upload through the Cloud Run
+# recipe's services on the Cloud Storage emulator. Needs buildah (installed here from Debian's packages when
+# missing and we may) and, without BASE_IMAGE, debootstrap + podman to make a stand-in base image.
+image-check: $(DEV_STAMP) container-engine
+	$(VENV)/bin/python -m tests.journey.image_check $(if $(BASE_IMAGE),--base-image "$(BASE_IMAGE)") $(IMAGE_CHECK_ARGS)
+
+container-engine:
+	@if command -v buildah >/dev/null 2>&1 && command -v podman >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1; then \
+		true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's $(CONTAINER_PACKAGES) for make image-check"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			$(CONTAINER_PACKAGES) >/dev/null; \
+	else \
+		echo "make image-check needs $(CONTAINER_PACKAGES): sudo apt-get install $(CONTAINER_PACKAGES)"; exit 2; \
+	fi
+
+# Each deploy target prints its commands; DEPLOY=1 runs them. BUNDLE=model_artifacts/<name> ships that bundle.
+DEPLOY_MODE = $(if $(filter 1,$(DEPLOY)),deploy,print)
 
 deploy-aws:
-ifeq ($(DEPLOY),1)
-	@test -n "$(INPUT_BUCKET)" -a -n "$(OUTPUT_BUCKET)" || { echo "set INPUT_BUCKET=... OUTPUT_BUCKET=... (two new bucket names)"; exit 2; }
-	sam build --template-file infra/aws/template.yaml
-	$(AWS_DEPLOY)
-else
-	@echo "# AWS SAM CLI and Docker required; run these (or: make deploy-aws DEPLOY=1 INPUT_BUCKET=... OUTPUT_BUCKET=...)"
-	@echo "sam build --template-file infra/aws/template.yaml"
-	@echo "$(AWS_DEPLOY)"
-	@echo "# first time, to choose every parameter interactively: sam deploy --guided"
-endif
+	@BUNDLE="$(BUNDLE)" bash infra/aws/deploy.sh $(DEPLOY_MODE)
 
 deploy-gcp:
-	@bash infra/gcp/deploy.sh $(if $(filter 1,$(DEPLOY)),deploy,print)
+	@BUNDLE="$(BUNDLE)" bash infra/gcp/deploy.sh $(DEPLOY_MODE)
+
+deploy-cloudrun:
+	@BUNDLE="$(BUNDLE)" PLATFORM=run bash infra/gcp/deploy.sh $(DEPLOY_MODE)
 
 # ---- maintenance --------------------------------------------------------------------------------------------
 # The runtime images install runtime-aws.txt / runtime-gcp.txt; .venv installs dev.txt; the Dockerfile's export

@@ -2,6 +2,7 @@
 
     python -m build.export --model <folder or hub id> --out model_artifacts/<name> [--force] [--name N]
                            [--normalization nfkc|none] [--family marian|csanmt]
+                           [--min-int8-top1-agreement X] [--min-int8-exact-match X] (and the FP32 limits: --help)
 
 The family (``build.families``: a Marian folder or hub id, a ModelScope CSANMT folder) is recognised from the
 folder unless given. The pipeline cannot skip a step: load -> export FP32 graphs -> compare with the source
@@ -48,6 +49,17 @@ __all__ = [
 
 TOOLS = ("torch", "transformers", "onnx", "onnxruntime", "sentencepiece", "numpy")
 NORMALIZATIONS = (bundle.NORMALIZATION_NONE, bundle.NORMALIZATION_NFKC)
+# command-line flags of the verification limits: (flag, VerifyThresholds field, what it limits)
+THRESHOLD_FLAGS = (
+    ("--max-fp32-log-prob-diff", "fp32_max_abs_log_prob_diff", "FP32 ONNX vs the source model: largest |Δ log-prob|"),
+    ("--min-fp32-exact-match", "fp32_greedy_exact_match", "FP32 ONNX vs the source: share of equal greedy outputs"),
+    ("--min-int8-top1-agreement", "int8_top1_agreement", "INT8 vs FP32: share of equal teacher-forced top-1 tokens"),
+    ("--min-int8-exact-match", "int8_greedy_exact_match", "INT8 vs FP32: share of equal greedy outputs"),
+)
+THRESHOLD_HINT = (
+    "a small or random model's INT8 choices are closer calls than a trained model's; if this model is meant to be "
+    "like that, loosen the limit that failed, e.g. --min-int8-top1-agreement 0.75 --min-int8-exact-match 0.15"
+)
 # manifest sections a caller may add to (the pipeline fills the rest)
 EXTRA_MANIFEST_FIELDS = ("licence", "quality", "training")
 
@@ -213,7 +225,22 @@ def main(argv: list[str] | None = None) -> int:
         choices=NORMALIZATIONS,
         help="input normalisation the runtime applies (default: nfkc for checkpoints with training.json, else none)",
     )
+    limits = parser.add_argument_group(
+        "verification limits (defaults suit a trained model; a tiny or random model may need looser INT8 ones)"
+    )
+    for flag, field, what in THRESHOLD_FLAGS:
+        limits.add_argument(
+            flag,
+            dest=field,
+            type=float,
+            default=getattr(verify.DEFAULT_THRESHOLDS, field),
+            help=f"{what} (default: %(default)s)",
+        )
     args = parser.parse_args(argv)
+    try:
+        thresholds = verify.VerifyThresholds(**{field: getattr(args, field) for _, field, _ in THRESHOLD_FLAGS})
+    except ValueError as error:
+        parser.error(str(error))
     try:
         manifest = export_bundle(
             args.model,
@@ -222,9 +249,14 @@ def main(argv: list[str] | None = None) -> int:
             force=args.force,
             normalization=args.normalization,
             family=args.family,
+            thresholds=thresholds,
             progress=lambda message: print(message, flush=True),
         )
-    except (ExportError, verify.VerificationError) as error:
+    except verify.VerificationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        print(f"{THRESHOLD_HINT} (make model: VERIFY_ARGS=\"...\")", file=sys.stderr)
+        return 1
+    except ExportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(json.dumps(manifest.verification["figures"], indent=2))

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Deploys the translation function to Google Cloud Functions (2nd gen, i.e. Cloud Run underneath):
+# Deploys the translation function to Google Cloud: as Cloud Functions (2nd gen; PLATFORM=functions, the default,
+# `make deploy-gcp`) from a staged source folder, or as Cloud Run services (PLATFORM=run, `make deploy-cloudrun`)
+# from the Dockerfile's cloudrun image; either way the same three entry points, triggers and retries:
 #   - $FUNCTION_NAME        HTTP trigger: POST /translate, GET /, GET /healthz (entry point translate_http)
 #   - $FUNCTION_NAME-files  Cloud Storage "finalized" trigger on $INPUT_BUCKET: every uploaded text file is
 #                           translated into $OUTPUT_BUCKET (entry point translate_storage_event); a .txt file
@@ -7,7 +9,10 @@
 #                           in $OUTPUT_BUCKET instead
 #   - $FUNCTION_NAME-parts  Cloud Storage "finalized" trigger on $OUTPUT_BUCKET, with retries: translates those
 #                           parts concurrently and assembles the output once (entry point translate_part_event)
-# Both: 2 GiB memory, 1 vCPU, the runtime's settings from infra/gcp/env.yaml, and a dedicated service account
+# On Cloud Run the three are services of one image (FUNCTION_TARGET chooses the entry point) and the two event ones
+# get Eventarc triggers on the buckets; the image is built with `make image-gcp BUNDLE=...` and pushed to an
+# Artifact Registry repository named $FUNCTION_NAME.
+# All: 2 GiB memory, 1 vCPU, the runtime's settings from infra/gcp/env.yaml, and a dedicated service account
 # that may read the input bucket and write the output bucket, nothing else.
 # Failures: both event functions run with --retry and at most FILE_INSTANCES / PART_INSTANCES instances (which
 # bounds cost); their Eventarc subscriptions redeliver a failed event with backoff (10 s to 10 min) up to
@@ -15,10 +20,14 @@
 # (kept 7 days in its subscription $FUNCTION_NAME-failed-events-kept). The event functions' TRANSLATE_EVENT_TIMEOUT_S
 # is their --timeout, so file work stops TRANSLATE_DEADLINE_MARGIN_S before Cloud Functions would stop it.
 #
-# Usage:   infra/gcp/deploy.sh print        print the commands (what `make deploy-gcp` does)
-#          infra/gcp/deploy.sh stage DIR    assemble the deployable source in DIR (done by `deploy`)
-#          infra/gcp/deploy.sh deploy       stage the source and run the commands (`make deploy-gcp DEPLOY=1`)
+# Usage:   infra/gcp/deploy.sh print        print the commands (what `make deploy-gcp` / `deploy-cloudrun` do)
+#          infra/gcp/deploy.sh stage DIR    assemble the deployable Cloud Functions source in DIR (done by `deploy`)
+#          infra/gcp/deploy.sh env DIR      write the entry points' env files into DIR (done by `deploy`)
+#          infra/gcp/deploy.sh deploy       stage or build, and run the commands (`make deploy-gcp DEPLOY=1`)
 # Settings (environment variables):
+#   BUNDLE                 the bundle to ship: model_artifacts/<name> (what `make model` writes; default: the shipped
+#                          model_artifacts/default); a CSANMT bundle brings its tokenizer's requirements along
+#   PLATFORM               functions (default) or run
 #   GCP_PROJECT            project id (required by `deploy`)
 #   GCP_REGION             region of the functions and of the buckets (default: us-central1)
 #   INPUT_BUCKET           bucket whose uploads are translated (created when missing; required by `deploy`)
@@ -34,7 +43,10 @@
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=../bundle.sh
+source "$REPO_ROOT/infra/bundle.sh"
 MODE="${1:-print}"
+PLATFORM="${PLATFORM:-functions}"
 
 PROJECT="${GCP_PROJECT:-}"
 REGION="${GCP_REGION:-us-central1}"
@@ -55,47 +67,88 @@ MAX_EVENT_AGE="${MAX_EVENT_AGE:-6h}"
 DEAD_LETTERS="$NAME-failed-events"
 
 die() { echo "deploy.sh: $*" >&2; exit 2; }
+[[ "$PLATFORM" == functions || "$PLATFORM" == run ]] || die "PLATFORM must be functions (Cloud Functions) or run (Cloud Run); got '$PLATFORM'"
+SHIPPED="$(bundle_path "${BUNDLE:-}")" || exit 2
+FAMILY="$(bundle_family "$SHIPPED")" || exit 2
 [[ "$MAX_DELIVERY_ATTEMPTS" =~ ^[0-9]+$ ]] && (( MAX_DELIVERY_ATTEMPTS >= 5 && MAX_DELIVERY_ATTEMPTS <= 100 )) \
     || die "MAX_DELIVERY_ATTEMPTS must be a number from 5 to 100 (Pub/Sub's dead-letter limits); got '$MAX_DELIVERY_ATTEMPTS'"
 [[ "$MAX_EVENT_AGE" =~ ^[0-9]+[smhd]$ ]] || die "MAX_EVENT_AGE must be a duration such as 6h, 30m or 7d; got '$MAX_EVENT_AGE'"
 [[ "$FILE_INSTANCES" =~ ^[1-9][0-9]*$ && "$PART_INSTANCES" =~ ^[1-9][0-9]*$ ]] \
     || die "FILE_INSTANCES and PART_INSTANCES must be positive numbers"
 
-stage() {  # the same files the Dockerfile's `cloudrun` image holds, plus requirements.txt for the buildpack
-    local dir="$1" source
-    [[ -f "$REPO_ROOT/model_artifacts/default/manifest.json" ]] \
-        || die "no bundle in model_artifacts/default (build one: make model MODEL=... NAME=default)"
-    source="$dir/source"
-    rm -rf "$source"
-    mkdir -p "$source/model_artifacts"
-    cp "$REPO_ROOT/main.py" "$source/"
-    cp -r "$REPO_ROOT/handler" "$source/handler"
-    find "$source/handler" -name __pycache__ -prune -exec rm -rf {} +
-    cp -r "$REPO_ROOT/model_artifacts/default" "$source/model_artifacts/default"
-    cp "$REPO_ROOT/requirements/runtime-gcp.txt" "$source/requirements.txt"
-    printf '%s\n' '__pycache__/' '*.pyc' > "$source/.gcloudignore"
+requirements() {  # the runtime's lock file, plus the family's own (CSANMT's tokenizer) without repeating a pin
+    python3 - "$REPO_ROOT/requirements/runtime-gcp.txt" \
+        $([[ "$FAMILY" == csanmt ]] && echo "$REPO_ROOT/requirements/csanmt.txt") <<'PY'
+import re, sys
+seen = set()
+for path in sys.argv[1:]:
+    keep = True
+    for line in open(path, encoding="utf-8").read().splitlines():
+        pin = re.match(r"([A-Za-z0-9_.-]+)==", line)
+        if pin:
+            name = pin.group(1).lower().replace("_", "-")
+            keep = name not in seen  # the same package in both lock files: pinned alike (checked by the tests)
+            seen.add(name)
+        elif not line.startswith(" "):
+            keep = True
+        if keep:
+            print(line)
+PY
+}
+
+env_files() {  # DIR: the runtime settings of the HTTP entry point and of the two event entry points
+    local dir="$1"
+    mkdir -p "$dir"
     cp "$REPO_ROOT/infra/gcp/env.yaml" "$dir/env-http.yaml"
     {
         cat "$REPO_ROOT/infra/gcp/env.yaml"
         printf 'TRANSLATE_OUTPUT_BUCKET: "%s"\n' "$OUTPUT"
         printf 'TRANSLATE_EVENT_TIMEOUT_S: "%s"\n' "$FILES_TIMEOUT_S"  # the event functions' --timeout
     } > "$dir/env-files.yaml"
+    if [[ "$PLATFORM" == run ]]; then  # one image, three services: FUNCTION_TARGET chooses the entry point
+        local target
+        for target in http files parts; do
+            cp "$dir/env-$([[ $target == http ]] && echo http || echo files).yaml" "$dir/env-run-$target.yaml"
+        done
+        printf 'FUNCTION_TARGET: "translate_http"\n' >> "$dir/env-run-http.yaml"
+        printf 'FUNCTION_TARGET: "translate_storage_event"\n' >> "$dir/env-run-files.yaml"
+        printf 'FUNCTION_TARGET: "translate_part_event"\n' >> "$dir/env-run-parts.yaml"
+    fi
 }
 
+stage() {  # the same files the Dockerfile's `cloudrun` image holds, plus requirements.txt for the buildpack
+    local dir="$1" source
+    source="$dir/source"
+    rm -rf "$source"
+    mkdir -p "$source/model_artifacts"
+    cp "$REPO_ROOT/main.py" "$source/"
+    cp -r "$REPO_ROOT/handler" "$source/handler"
+    find "$source/handler" -name __pycache__ -prune -exec rm -rf {} +
+    cp -r "$REPO_ROOT/$SHIPPED" "$source/model_artifacts/default"  # where the runtime looks by default
+    requirements > "$source/requirements.txt"
+    printf '%s\n' '__pycache__/' '*.pyc' > "$source/.gcloudignore"
+    env_files "$dir"
+}
+
+if [[ "$MODE" == "env" ]]; then
+    [[ $# -eq 2 ]] || die "usage: deploy.sh env DIR"
+    env_files "$2"
+    echo "wrote the $PLATFORM services' env files in $2"
+    exit 0
+fi
 if [[ "$MODE" == "stage" ]]; then
     [[ $# -eq 2 ]] || die "usage: deploy.sh stage DIR"
     stage "$2"
-    echo "staged the function's source in $2/source"
+    echo "staged the function's source in $2/source ($FAMILY bundle $SHIPPED)"
     exit 0
 fi
-[[ "$MODE" == "print" || "$MODE" == "deploy" ]] || die "unknown mode '$MODE'; use print, stage DIR or deploy"
+[[ "$MODE" == "print" || "$MODE" == "deploy" ]] || die "unknown mode '$MODE'; use print, stage DIR, env DIR or deploy"
 
 if [[ "$MODE" == "deploy" ]]; then
     [[ -n "$PROJECT" ]] || die "set GCP_PROJECT to your project id"
     [[ -n "$INPUT" && -n "$OUTPUT" ]] || die "set INPUT_BUCKET and OUTPUT_BUCKET (two different new or existing buckets)"
     command -v gcloud >/dev/null || die "gcloud not found: install the Google Cloud CLI and run 'gcloud auth login'"
-    STAGE="${STAGE_DIR:-$(mktemp -d)}"
-    stage "$STAGE"
+    STAGE="$(cd "${STAGE_DIR:-$(mktemp -d)}" && pwd)"
 else
     PROJECT="${PROJECT:-<GCP_PROJECT>}"
     INPUT="${INPUT:-<INPUT_BUCKET>}"
@@ -121,11 +174,11 @@ quote() {  # one argument as a shell word: bare when safe, "..." around a $(comm
     else printf "'%s'" "${word//\'/\'\\\'\'}"
     fi
 }
-run() {  # print a command; in deploy mode, run it too
+run() {  # print a command; in deploy mode, run it too (from the repository root, where the printed paths start)
     local word line=""
     for word in "$@"; do line+="$(quote "$word") "; done
     echo "${line% }"
-    if [[ "$MODE" == "deploy" ]]; then "$@"; fi
+    if [[ "$MODE" == "deploy" ]]; then (cd "$REPO_ROOT" && "$@"); fi
 }
 note() { echo "# $*"; }
 exists() { [[ "$MODE" == "deploy" ]] && "$@" >/dev/null 2>&1; }
@@ -153,6 +206,11 @@ note "4. Eventarc: Cloud Storage publishes the finalize events; the account rece
 run gcloud projects add-iam-policy-binding "$PROJECT" --member "serviceAccount:$SERVICE_AGENT" --role roles/pubsub.publisher
 run gcloud projects add-iam-policy-binding "$PROJECT" --member "serviceAccount:$SA" --role roles/eventarc.eventReceiver
 
+IMAGE_URI="${IMAGE_URI:-$REGION-docker.pkg.dev/$PROJECT/$NAME/$NAME:cloudrun}"
+if [[ "$PLATFORM" == functions ]]; then
+note "0. the functions' source in $STAGE/source: main.py, handler/, requirements.txt, and the $FAMILY bundle $SHIPPED"
+echo "BUNDLE=$SHIPPED infra/gcp/deploy.sh stage $STAGE"
+[[ "$MODE" != deploy ]] || stage "$STAGE"
 note "5. the HTTP function (source: main.py, handler/, model_artifacts/default/, requirements.txt)"
 run gcloud functions deploy "$NAME" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
     --source "$STAGE/source" --entry-point translate_http --trigger-http "$PUBLIC_FLAG" \
@@ -179,6 +237,45 @@ run gcloud functions deploy "$NAME-parts" --gen2 --project "$PROJECT" --region "
 run gcloud functions add-invoker-policy-binding "$NAME-parts" --project "$PROJECT" --region "$REGION" \
     --member "serviceAccount:$SA"
 
+TRIGGERS=()  # filled by the Cloud Run part: the Eventarc triggers whose subscriptions get the dead-letter settings
+else
+note "0. the image: the Dockerfile's cloudrun target baking the $FAMILY bundle $SHIPPED, in Artifact Registry"
+exists gcloud artifacts repositories describe "$NAME" --project "$PROJECT" --location "$REGION" \
+    || run gcloud artifacts repositories create "$NAME" --project "$PROJECT" --location "$REGION" --repository-format docker
+note "   registry credentials for docker (podman/buildah: gcloud auth print-access-token | podman login -u oauth2accesstoken --password-stdin $REGION-docker.pkg.dev)"
+run gcloud auth configure-docker "$REGION-docker.pkg.dev" --quiet
+run make image-gcp "BUNDLE=$SHIPPED" "IMAGE=${IMAGE_URI%:cloudrun}"
+run bash infra/container/image.sh push "$IMAGE_URI" "$IMAGE_URI"
+note "   each service's settings: infra/gcp/env.yaml with FUNCTION_TARGET (and the event services' output bucket and timeout), written by deploy as $STAGE/env-run-{http,files,parts}.yaml"
+[[ "$MODE" != deploy ]] || env_files "$STAGE"
+
+note "5. the HTTP service (FUNCTION_TARGET=translate_http)"
+run gcloud run deploy "$NAME" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" "$PUBLIC_FLAG" \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$HTTP_TIMEOUT" \
+    --service-account "$SA" --env-vars-file "$STAGE/env-run-http.yaml"
+
+note "6. the file service: uploads to gs://$INPUT are translated into gs://$OUTPUT (FUNCTION_TARGET=translate_storage_event)"
+run gcloud run deploy "$NAME-files" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" --no-allow-unauthenticated \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$FILE_INSTANCES" \
+    --service-account "$SA" --env-vars-file "$STAGE/env-run-files.yaml"
+run gcloud run services add-iam-policy-binding "$NAME-files" --project "$PROJECT" --region "$REGION" \
+    --member "serviceAccount:$SA" --role roles/run.invoker
+run gcloud eventarc triggers create "$NAME-files" --project "$PROJECT" --location "$REGION" \
+    --destination-run-service "$NAME-files" --destination-run-region "$REGION" \
+    --event-filters "type=$FINALIZED" --event-filters "bucket=$INPUT" --service-account "$SA"
+
+note "7. the parts service: the fan-out's parts in gs://$OUTPUT, translated concurrently and assembled once (FUNCTION_TARGET=translate_part_event)"
+run gcloud run deploy "$NAME-parts" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" --no-allow-unauthenticated \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$PART_INSTANCES" \
+    --service-account "$SA" --env-vars-file "$STAGE/env-run-parts.yaml"
+run gcloud run services add-iam-policy-binding "$NAME-parts" --project "$PROJECT" --region "$REGION" \
+    --member "serviceAccount:$SA" --role roles/run.invoker
+run gcloud eventarc triggers create "$NAME-parts" --project "$PROJECT" --location "$REGION" \
+    --destination-run-service "$NAME-parts" --destination-run-region "$REGION" \
+    --event-filters "type=$FINALIZED" --event-filters "bucket=$OUTPUT" --service-account "$SA"
+TRIGGERS=("$NAME-files" "$NAME-parts")
+fi
+
 note "8. failed events: retried with backoff, then kept in the dead-letter topic $DEAD_LETTERS"
 exists gcloud pubsub topics describe "$DEAD_LETTERS" --project "$PROJECT" \
     || run gcloud pubsub topics create "$DEAD_LETTERS" --project "$PROJECT"
@@ -193,7 +290,11 @@ fi
 run gcloud pubsub topics add-iam-policy-binding "$DEAD_LETTERS" --project "$PROJECT" \
     --member "serviceAccount:$PUBSUB_AGENT" --role roles/pubsub.publisher
 for FUNCTION in "$NAME-files" "$NAME-parts"; do
-    if [[ "$MODE" == "deploy" ]]; then
+    if [[ "$PLATFORM" == run && "$MODE" == "deploy" ]]; then
+        SUBSCRIPTION="$(gcloud eventarc triggers describe "$FUNCTION" --project "$PROJECT" --location "$REGION" --format 'value(transport.pubsub.subscription)')"
+    elif [[ "$PLATFORM" == run ]]; then
+        SUBSCRIPTION='$(gcloud eventarc triggers describe '"$FUNCTION"' --location '"$REGION"' --format value\(transport.pubsub.subscription\))'
+    elif [[ "$MODE" == "deploy" ]]; then
         TRIGGER="$(gcloud functions describe "$FUNCTION" --gen2 --project "$PROJECT" --region "$REGION" --format 'value(eventTrigger.trigger)')"
         SUBSCRIPTION="$(gcloud eventarc triggers describe "$TRIGGER" --format 'value(transport.pubsub.subscription)')"
     else
@@ -206,4 +307,23 @@ for FUNCTION in "$NAME-files" "$NAME-parts"; do
         --member "serviceAccount:$PUBSUB_AGENT" --role roles/pubsub.subscriber
 done
 
-note "done: the URL is in 'gcloud functions describe $NAME --gen2 --region $REGION --format value(serviceConfig.uri)'"
+if [[ "$PLATFORM" == functions ]]; then
+    note "done: the URL is in 'gcloud functions describe $NAME --gen2 --region $REGION --format value(serviceConfig.uri)'"
+    note "teardown (empty the buckets first; the functions' images stay in Artifact Registry's gcf-artifacts):"
+    for FUNCTION in "$NAME" "$NAME-files" "$NAME-parts"; do
+        note "  gcloud functions delete $FUNCTION --gen2 --project $PROJECT --region $REGION --quiet"
+    done
+else
+    note "done: the URL is in 'gcloud run services describe $NAME --region $REGION --format value(status.url)'"
+    note "teardown (empty the buckets first):"
+    note "  gcloud eventarc triggers delete $NAME-files --project $PROJECT --location $REGION --quiet"
+    note "  gcloud eventarc triggers delete $NAME-parts --project $PROJECT --location $REGION --quiet"
+    for FUNCTION in "$NAME" "$NAME-files" "$NAME-parts"; do
+        note "  gcloud run services delete $FUNCTION --project $PROJECT --region $REGION --quiet"
+    done
+    note "  gcloud artifacts repositories delete $NAME --project $PROJECT --location $REGION --quiet"
+fi
+note "  gcloud pubsub subscriptions delete $DEAD_LETTERS-kept --project $PROJECT --quiet"
+note "  gcloud pubsub topics delete $DEAD_LETTERS --project $PROJECT --quiet"
+note "  gcloud storage rm --recursive gs://$INPUT/** gs://$OUTPUT/** && gcloud storage buckets delete gs://$INPUT gs://$OUTPUT"
+note "  gcloud iam service-accounts delete $SA --project $PROJECT --quiet"

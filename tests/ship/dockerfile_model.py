@@ -143,6 +143,7 @@ class Dockerfile:
             if instruction.cmd not in ("COPY", "ADD"):
                 continue
             *sources, destination = instruction.value
+            sources = [expand(source, self.build_args) for source in sources]  # COPY ${BUNDLE}/ ...
             target_dir = workdir / destination
             origin = next((f.split("=", 1)[1] for f in instruction.flags if f.startswith("--from=")), None)
             for source in sources:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
-from pathlib import Path
+import uuid
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -42,13 +45,58 @@ def test_bundle_comes_from_the_repository_unless_a_model_is_given() -> None:
     committed = Dockerfile()
     assert committed.stage("selected-bundle").base == "bundle"
     copies = committed.stage("bundle").all("COPY")
-    assert [c.value for c in copies] == [("model_artifacts/default/", "/bundle/")]
+    assert [c.value for c in copies] == [("${BUNDLE}/", "/bundle/")]
+    assert committed.build_args["BUNDLE"] == "model_artifacts/default"
+    assert {c.destination for c in committed.copies("lambda") if "bundle" in str(c.destination) or
+            "model_artifacts" in str(c.destination)} >= {PurePosixPath("/app/model_artifacts/default/manifest.json")}
 
     exported = Dockerfile(build_args={"MODEL": "Helsinki-NLP/opus-mt-zh-en"})
     assert exported.stage("selected-bundle").base == "bundle-export"
     runs = " ".join(i.value[0] for i in exported.stage("bundle-export").all("RUN"))
-    assert 'python -m build.export --model "$MODEL" --out /bundle' in runs
-    assert "torch==2.13.0+cpu" in runs and "--index-url https://download.pytorch.org/whl/cpu" in runs
+    # the baked model keeps the checkpoint's name (it reported "bundle", the --out folder's, before)
+    assert 'python -m build.export --model "$MODEL" --out /bundle --name "$(basename "$MODEL")"' in runs
+    assert "torch==2.13.0+cpu" in runs and '--index-url "$TORCH_INDEX_URL"' in runs
+    assert exported.build_args["TORCH_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+
+
+@pytest.fixture
+def built_bundle() -> Iterator[Path]:
+    """A bundle as ``make model`` leaves it: a folder under model_artifacts/ (git-ignored), removed afterwards."""
+    folder = REPO_ROOT / "model_artifacts" / f"test-bundle-{uuid.uuid4().hex[:8]}"
+    shutil.copytree(REPO_ROOT / "model_artifacts" / "default", folder)
+    (folder / "extra-tokenizer-file.txt").write_text("a file only this bundle has\n", encoding="utf-8")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("target", RUNTIME_TARGETS)
+def test_a_finished_bundle_is_baked_as_it_is(built_bundle: Path, target: str) -> None:
+    # GIVEN BUNDLE=model_artifacts/<name>: the runtime image copies exactly that folder's files to the path the
+    # runtime loads by default, and no stage with torch is chosen for it
+    chosen = Dockerfile(build_args={"BUNDLE": f"model_artifacts/{built_bundle.name}"})
+    assert chosen.stage("selected-bundle").base == "bundle"
+    app_bundle = PurePosixPath("/app/model_artifacts/default")
+    baked = {c.source: c.destination for c in chosen.copies(target) if app_bundle in c.destination.parents}
+    assert set(baked) == {p for p in built_bundle.rglob("*") if p.is_file()}
+    assert baked[built_bundle / "extra-tokenizer-file.txt"] == app_bundle / "extra-tokenizer-file.txt"
+
+
+def test_the_export_stage_fails_on_an_unusable_model_instead_of_skipping_its_requirements() -> None:
+    # The family check used to sit inside an `if` (`if python -c "...resolve(...)"; then install; fi`): its
+    # traceback was swallowed and TensorFlow silently skipped. Now its failure ends the RUN with build.families'
+    # message, and the requirements follow the family it printed.
+    exported = Dockerfile(build_args={"MODEL": "model_artifacts/csanmt-zh2en"})
+    runs = [i.value[0] for i in exported.stage("bundle-export").all("RUN")]
+    family_check = next(run for run in runs if "build.families" in run)
+    assert 'family="$(python -m build.families "$MODEL")" &&' in " ".join(family_check.split())
+    assert 'if [ "$family" = csanmt ]; then pip install --require-hashes -r requirements/dev.txt; fi' in family_check
+    result = subprocess.run(
+        [sys.executable, "-m", "build.families", "csanmt-zh2en"], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert "csanmt-zh2en is not a local folder" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("target", RUNTIME_TARGETS)
@@ -122,9 +170,7 @@ def test_every_copy_source_exists_in_the_build_context(dockerfile: Dockerfile) -
         for copy in stage.all("COPY"):
             if any(flag.startswith("--from=") for flag in copy.flags):
                 continue
-            for source in copy.value[:-1]:
-                if source == "model_artifacts/default/" and not (REPO_ROOT / source).exists():
-                    continue  # the default bundle is committed by the training issue
+            for source in (expand(value, dockerfile.build_args) for value in copy.value[:-1]):
                 assert (REPO_ROOT / source).exists(), f"stage {stage.name}: COPY {source} is missing"
                 assert not ignore.excluded(source.rstrip("/")), f"stage {stage.name}: .dockerignore drops {source}"
     install = dockerfile.stage("bundle-export").all("RUN")[0].value[0]

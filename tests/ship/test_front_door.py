@@ -16,8 +16,9 @@ from tests.ship.dockerfile_model import REPO_ROOT
 MAKEFILE = REPO_ROOT / "Makefile"
 README = REPO_ROOT / "README.md"
 TARGETS = (
-    "run test lint model train eval bench image image-gcp deploy-aws deploy-gcp lock clean".split()
-)  # issue 5's list
+    "run test lint model train eval bench image image-gcp image-check deploy-aws deploy-gcp deploy-cloudrun lock "
+    "clean".split()
+)  # issue 5's list, and issue 21's
 
 
 def _make(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
@@ -48,9 +49,11 @@ def test_make_deploy_aws_prints_the_sam_commands_without_running_them() -> None:
     result = _make("deploy-aws", INPUT_BUCKET="in-bucket", OUTPUT_BUCKET="out-bucket")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert "sam build --template-file infra/aws/template.yaml" in lines
+    build = "sam build --template-file infra/aws/template.yaml --parameter-overrides Bundle=model_artifacts/default"
+    assert build in lines
     deploy = next(line for line in lines if line.startswith("sam deploy"))
     assert "InputBucketName=in-bucket" in deploy and "OutputBucketName=out-bucket" in deploy
+    assert deploy.endswith("Bundle=model_artifacts/default")
 
 
 def test_make_deploy_gcp_prints_the_gcloud_commands_without_running_them() -> None:
@@ -84,7 +87,7 @@ def fake_make(tmp_path: Path) -> Path:
     return fake
 
 
-def test_ci_runs_tests_and_lint_and_fails_when_either_fails(fake_make: Path) -> None:
+def test_ci_runs_tests_lint_and_the_image_journey_and_fails_when_one_fails(fake_make: Path) -> None:
     result = subprocess.run(
         ["bash", str(REPO_ROOT / ".ci" / "run")],
         capture_output=True,
@@ -92,9 +95,10 @@ def test_ci_runs_tests_and_lint_and_fails_when_either_fails(fake_make: Path) -> 
         env={**os.environ, "PATH": f"{fake_make.parent}:{os.environ['PATH']}"},
         stdin=subprocess.DEVNULL,
     )
-    assert (fake_make.parent.parent / "make.log").read_text().splitlines() == ["test", "lint"]
+    assert (fake_make.parent.parent / "make.log").read_text().splitlines() == ["test", "lint", "image-check"]
     assert result.returncode == 1
     assert "::: make test passed" in result.stdout and "::: make lint FAILED" in result.stdout
+    assert "::: make image-check passed" in result.stdout
 
 
 @pytest.mark.slow

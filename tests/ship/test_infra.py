@@ -400,4 +400,4 @@ def test_gcp_stage_without_a_bundle_says_how_to_build_one(tmp_path: Path) -> Non
         text=True,
     )
     assert result.returncode == 2
-    assert "no bundle in model_artifacts/default (build one: make model" in result.stderr
+    assert "BUNDLE=model_artifacts/default: no bundle there; build one first: make model" in result.stderr

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Deploys the translation function to AWS Lambda with the SAM CLI (infra/aws/template.yaml), baking BUNDLE.
+#
+# Usage:   infra/aws/deploy.sh print     print the commands (what `make deploy-aws` does)
+#          infra/aws/deploy.sh deploy    run them (`make deploy-aws DEPLOY=1`)
+# Settings (environment variables):
+#   BUNDLE         the bundle the image bakes: model_artifacts/<name> (what `make model` writes; default: the
+#                  shipped model_artifacts/default). `sam build` passes it to the Dockerfile as the build argument
+#                  BUNDLE through the template's Bundle parameter; `sam deploy` records it in the stack.
+#   STACK          CloudFormation stack name (default: zh-en-translate)
+#   INPUT_BUCKET   new bucket whose uploads are translated (required by `deploy`)
+#   OUTPUT_BUCKET  new bucket that receives the translations; must differ from INPUT_BUCKET
+# Needs the AWS SAM CLI and Docker (sam build builds the image), with credentials that may create the stack.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=../bundle.sh
+source "$REPO_ROOT/infra/bundle.sh"
+MODE="${1:-print}"
+die() { echo "deploy.sh: $*" >&2; exit 2; }
+[[ "$MODE" == print || "$MODE" == deploy ]] || die "unknown mode '$MODE'; use print or deploy"
+
+SHIPPED="$(bundle_path "${BUNDLE:-}")" || exit 2
+FAMILY="$(bundle_family "$SHIPPED")" || exit 2
+STACK="${STACK:-zh-en-translate}"
+INPUT="${INPUT_BUCKET:-}"
+OUTPUT="${OUTPUT_BUCKET:-}"
+if [[ "$MODE" == deploy ]]; then
+    [[ -n "$INPUT" && -n "$OUTPUT" ]] || die "set INPUT_BUCKET=... OUTPUT_BUCKET=... (two new bucket names)"
+    command -v sam >/dev/null || die "sam not found: install the AWS SAM CLI (and Docker, which sam build uses)"
+else
+    INPUT="${INPUT:-<INPUT_BUCKET>}"
+    OUTPUT="${OUTPUT:-<OUTPUT_BUCKET>}"
+fi
+[[ "$INPUT" != "$OUTPUT" ]] || die "INPUT_BUCKET and OUTPUT_BUCKET must differ: each translation would trigger another"
+
+run() {  # print a command; in deploy mode, run it too (from the repository root: the template's paths are relative)
+    echo "$*"
+    if [[ "$MODE" == deploy ]]; then (cd "$REPO_ROOT" && "$@"); fi
+}
+
+[[ "$MODE" == deploy ]] || echo "# AWS SAM CLI and Docker required; run these from the repository root (or: make deploy-aws DEPLOY=1 INPUT_BUCKET=... OUTPUT_BUCKET=...)"
+echo "# the image bakes $SHIPPED ($FAMILY bundle $(bundle_name "$SHIPPED"))"
+run sam build --template-file infra/aws/template.yaml --parameter-overrides "Bundle=$SHIPPED"
+run sam deploy --template-file .aws-sam/build/template.yaml --stack-name "$STACK" --resolve-image-repos \
+    --capabilities CAPABILITY_IAM --parameter-overrides "InputBucketName=$INPUT" "OutputBucketName=$OUTPUT" \
+    "Bundle=$SHIPPED"
+echo "# first time, to choose every parameter interactively: sam deploy --guided"
+echo "# teardown (both buckets must be empty first):"
+echo "#   aws s3 rm s3://$INPUT --recursive && aws s3 rm s3://$OUTPUT --recursive"
+echo "#   sam delete --stack-name $STACK"
