@@ -91,7 +91,7 @@ COPY handler/ ./handler/
 COPY main.py ./
 COPY --from=selected-bundle /bundle/ ./model_artifacts/default/
 RUN python -m compileall -q handler main.py
-# functions-framework's server (handler/gunicorn_server.py: the functions-framework command with a 75 s keep-alive,
+# functions-framework's server (handler/adapters/gunicorn_server.py: the functions-framework command with a 75 s keep-alive,
 # so an idle connection is never closed as a request arrives on it) reads its options from these; deploy a second
 # service with FUNCTION_TARGET=translate_storage_event for Cloud Storage (Eventarc) events.
 ENV FUNCTION_SOURCE=main.py \
@@ -100,7 +100,7 @@ ENV FUNCTION_SOURCE=main.py \
     PORT=8080
 USER 10001
 EXPOSE 8080
-CMD ["python", "-m", "handler.gunicorn_server"]
+CMD ["python", "-m", "handler.adapters.gunicorn_server"]
 
 # ---- AWS Lambda image (the default target): the runtime interface client calls the handler ---------------
 FROM runtime-base AS lambda
@@ -118,4 +118,4 @@ COPY --from=selected-bundle /bundle/ ./model_artifacts/default/
 RUN python -m compileall -q handler
 USER 10001
 ENTRYPOINT ["python", "-m", "awslambdaric"]
-CMD ["handler.aws_lambda.lambda_handler"]
+CMD ["handler.adapters.aws_lambda.lambda_handler"]

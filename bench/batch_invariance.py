@@ -15,7 +15,7 @@ from pathlib import Path
 
 from build import corpus
 from handler.config import DEFAULT_BUNDLE_DIR, RuntimeConfig
-from handler.loader import load_model
+from handler.model.loader import load_model
 from handler.service import TranslationService
 
 

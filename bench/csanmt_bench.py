@@ -7,7 +7,7 @@ model's shapes that ``python -m bench.csanmt_full_size make CHECKPOINT`` writes 
 (``make bench-csanmt`` does both, then this). Every figure comes from a fresh process that measures itself:
 
 * **bundle**: bytes on disk of every file;
-* **cold start**: process start → service ready (import, load, warm-up, as ``handler.runtime`` does them at a
+* **cold start**: process start → service ready (import, load, warm-up, as ``handler.coldstart`` does them at a
   cold start), and the process's RSS after it;
 * **speed**: batch-1 and batch-16 tokens/s, greedy and beam 4, each output forced to at least ``FORCED_TOKENS``
   tokens (end of sentence banned until then; the tokens counted are those produced) on the same sentences of the
@@ -74,10 +74,10 @@ def _config(bundle_dir: Path, threads: int) -> Any:
 
 def measure_cold_start(bundle_dir: Path, threads: int) -> dict[str, Any]:
     began = time.perf_counter()
-    from handler import runtime
+    from handler import coldstart
 
     imported = time.perf_counter()
-    service = runtime.get_service(_config(bundle_dir, threads))
+    service = coldstart.get_service(_config(bundle_dir, threads))
     ready = time.perf_counter()
     timings = service.model.timings
     return {
@@ -91,11 +91,11 @@ def measure_cold_start(bundle_dir: Path, threads: int) -> dict[str, Any]:
 
 
 def measure_speed(bundle_dir: Path, threads: int, repeats: int) -> dict[str, Any]:
-    from handler import runtime
-    from handler.batching import pad_batch
-    from handler.families.base import SearchRequest
+    from handler import coldstart
+    from handler.model.batching import pad_batch
+    from handler.model.families.base import SearchRequest
 
-    service = runtime.get_service(_config(bundle_dir, threads))
+    service = coldstart.get_service(_config(bundle_dir, threads))
     loaded = service.model
     encoded = loaded.tokenizer.encode_batch(bench_sentences())
     steps = FORCED_TOKENS + 1  # FORCED_TOKENS tokens, then the end of sentence
@@ -121,9 +121,9 @@ def measure_speed(bundle_dir: Path, threads: int, repeats: int) -> dict[str, Any
 
 
 def measure_longest_request(bundle_dir: Path, threads: int, characters: int) -> dict[str, Any]:
-    from handler import runtime
+    from handler import coldstart
 
-    service = runtime.get_service(_config(bundle_dir, threads))
+    service = coldstart.get_service(_config(bundle_dir, threads))
     text = long_request(characters)
     service.translate(text[:10])  # the request path once, before the clock starts
     after_load = current_rss_mb()

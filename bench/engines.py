@@ -68,12 +68,13 @@ def _checked(outputs: list[list[int]], rows: int, tokens: int, engine: str) -> l
 
 
 def _runtime(job: dict[str, Any]) -> tuple[Callable[[str], str], Decode]:
-    from handler import memory, runtime
-    from handler.batching import pad_batch
+    from handler import coldstart
     from handler.config import RuntimeConfig
-    from handler.families.base import SearchRequest
+    from handler.model import memory
+    from handler.model.batching import pad_batch
+    from handler.model.families.base import SearchRequest
 
-    service = runtime.get_service(RuntimeConfig(bundle_dir=Path(job["model_dir"]), threads=job["threads"]))
+    service = coldstart.get_service(RuntimeConfig(bundle_dir=Path(job["model_dir"]), threads=job["threads"]))
     loaded = service.model
     # Marian: the tokens, then the forced </s> (no decoder step); CSANMT's search counts the tokens it produces
     extra = 0 if loaded.manifest.family == "csanmt" else 1
@@ -88,7 +89,7 @@ def _runtime(job: dict[str, Any]) -> tuple[Callable[[str], str], Decode]:
         ids = loaded.tokenizer.encode_batch([text])
         output = _checked(decode(ids, job["beam_size"]), 1, job["forced_tokens"], "runtime")
         english = loaded.tokenizer.decode(output[0])
-        memory.release_free_heap()  # as the service does at the end of every request (handler.memory)
+        memory.release_free_heap()  # as the service does at the end of every request (handler.model.memory)
         return english
 
     return translate, decode

@@ -29,13 +29,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import handler.decoding as decoding
+import handler.model.decoding as decoding
 from handler.config import DEFAULT_BUNDLE_DIR, RuntimeConfig
-from handler.loader import load_model
-from handler.markup import skeleton
-from handler.numbers import find_amounts
+from handler.model.loader import load_model
 from handler.service import TranslateOptions, TranslationService
-from handler.spans import contains_placeholder
+from handler.text.markup import skeleton
+from handler.text.numbers import find_amounts
+from handler.text.spans import contains_placeholder
 
 FIDELITY_SET = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "fidelity.jsonl"
 BATCH = 64

@@ -106,7 +106,7 @@ def build_checkpoint(out_dir: Path) -> None:
 
 
 def build_bundle(work_dir: Path, rebuild: bool) -> dict[str, Any]:
-    from handler import bundle
+    from handler.model import bundle
 
     checkpoint_dir, bundle_dir = work_dir / CHECKPOINT, work_dir / BUNDLE
     if rebuild or not (checkpoint_dir / "config.json").is_file():
@@ -357,7 +357,7 @@ def document(
         "(text in, text out with the engine's own tokenizer, beam 4, the forced length): interpreter start, "
         "imports, loading, this runtime's warm-up and hash checks included. RSS after load: the process's own "
         "`VmRSS` right then (this runtime's text-in, text-out call ends, as every service request does, by "
-        "returning the freed heap to the system: `handler.memory`); peak RSS: its own `VmHWM` at the end (after "
+        "returning the freed heap to the system: `handler.model.memory`); peak RSS: its own `VmHWM` at the end (after "
         "the batch beam-4 runs).",
         f"- Batch-1 latency: the median over {workload.batch1_sentences} sentence(s) × {workload.repeats} "
         f"repeat(s) after one untimed call; batch-{workload.batch_size} tokens/s: {workload.batch_size} × "

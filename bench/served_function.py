@@ -2,7 +2,7 @@
 
 ``ServedFunction.start`` runs the script as ``make run`` does, with ``TRANSLATE_BUNDLE_DIR`` and any other settings
 in its environment, its output in a log file, and waits for its "ready" line (a JSON line, ``run_events``).
-functions-framework serves with gunicorn (``handler.gunicorn_server``: keep-alive 75 s): the arbiter loads and
+functions-framework serves with gunicorn (``handler.adapters.gunicorn_server``: keep-alive 75 s): the arbiter loads and
 warms the model at import, then forks one worker (``WORKERS``, default 1) with ``THREADS`` threads (default 4 per
 CPU), and the worker answers every request with the model it inherited and reopened. ``worker_pid`` is that
 worker: the process that holds the model while it serves. ``RssSampler`` samples a process's resident set once a
@@ -138,7 +138,8 @@ def _command_line(process: psutil.Process) -> str:
 
 
 def _is_server(command_line: str) -> bool:
-    return any(name in command_line for name in ("handler.gunicorn_server", "functions-framework", "gunicorn: worker"))
+    servers = ("handler.adapters.gunicorn_server", "functions-framework", "gunicorn: worker")
+    return any(name in command_line for name in servers)
 
 
 @dataclass(frozen=True)

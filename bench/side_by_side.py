@@ -96,8 +96,8 @@ def bench_sentences(count: int = 16) -> list[str]:
 
 def encode_with_bundle(bundle_dir: Path, sentences: Sequence[str]) -> list[list[int]]:
     """The source ids this runtime feeds its model (its own tokenizer of the bundle), end of sentence included."""
-    from handler.families import family_named
-    from handler.loader import load_bundle
+    from handler.model.families import family_named
+    from handler.model.loader import load_bundle
 
     manifest = load_bundle(bundle_dir, verify_hashes=False)
     tokenizer = family_named(manifest.family).load_tokenizer(bundle_dir, manifest)

@@ -70,11 +70,11 @@ def calibrate(bundle_dir: Path, sentences: list[str], threads: int = 2) -> dict[
     import onnx
     import onnxruntime as ort
 
-    from handler import bundle
-    from handler.batching import pad_batch
-    from handler.families import family_named
-    from handler.loader import load_bundle
-    from handler.onnx_model import _share_embedding, session_options
+    from handler.model import bundle
+    from handler.model.batching import pad_batch
+    from handler.model.families import family_named
+    from handler.model.loader import load_bundle
+    from handler.model.sessions import _share_embedding, session_options
 
     manifest = load_bundle(bundle_dir, verify_hashes=False)
     spec = manifest.model
@@ -182,7 +182,7 @@ def calibration_sentences(count: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from handler import bundle
+    from handler.model import bundle
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundle_dir", type=Path, help="a bundle with per-row activations (the default)")

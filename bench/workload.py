@@ -1,6 +1,6 @@
 """Characters per second of a realistic workload through the service: ``python -m bench.workload JOB.json``.
 
-One fresh process loads the bundle as a cold start does (``handler.runtime.get_service``), translates one
+One fresh process loads the bundle as a cold start does (``handler.coldstart.get_service``), translates one
 untimed request, then sends the job's news-length Chinese sentences (from the repository's dev set) in requests
 of ``request_texts`` texts through ``TranslationService.translate_many`` with the service's default options
 (beam 4, repetition guard, protected spans) and its own splitting and batching, and prints one JSON line:
@@ -35,10 +35,10 @@ def news_sentences(count: int) -> list[str]:
 
 
 def measure(job: dict[str, Any]) -> dict[str, Any]:
-    from handler import runtime
+    from handler import coldstart
     from handler.config import RuntimeConfig
 
-    service = runtime.get_service(RuntimeConfig(bundle_dir=Path(job["bundle_dir"]), threads=job["threads"]))
+    service = coldstart.get_service(RuntimeConfig(bundle_dir=Path(job["bundle_dir"]), threads=job["threads"]))
     sentences: list[str] = job["sentences"]
     service.translate_many(sentences[:2])  # untimed
     size = job["request_texts"]

@@ -23,8 +23,8 @@ from pathlib import Path
 import sacrebleu
 
 from build import corpus
-from handler import bundle
 from handler.config import RuntimeConfig
+from handler.model import bundle
 from handler.service import TranslateOptions, TranslationService
 
 BATCH = 64
@@ -49,7 +49,7 @@ def score(hypotheses: list[str], references: list[str]) -> Scores:
 def translate_all(
     bundle_dir: Path, sources: list[str], beam_size: int, threads: int, protect_spans: bool = True
 ) -> tuple[list[str], float]:
-    from handler.loader import load_model
+    from handler.model.loader import load_model
 
     config = RuntimeConfig(
         bundle_dir=bundle_dir, threads=threads, max_texts=BATCH, max_chars=10**7, beam_size=beam_size
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--write", action="store_true", help="record the figures in the bundle's manifest and card")
     parser.add_argument(
-        "--no-protect-spans", action="store_true", help="the raw model: no span protection (handler.spans)"
+        "--no-protect-spans", action="store_true", help="the raw model: no span protection (handler.text.spans)"
     )
     args = parser.parse_args(argv)
 

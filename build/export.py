@@ -1,4 +1,4 @@
-"""Turn a checkpoint of any supported family into a verified INT8 ONNX bundle (the format in ``handler/bundle.py``).
+"""Turn a checkpoint of any supported family into a verified INT8 ONNX bundle (format: ``handler/model/bundle.py``).
 
     python -m build.export --model <folder or hub id> --out model_artifacts/<name> [--force] [--name N]
                            [--normalization nfkc|none] [--family marian|csanmt]
@@ -32,8 +32,8 @@ from build.errors import ExportError
 from build.families import Checkpoint
 from build.families.marian import TRAINING_RECORD, LoadedCheckpoint, load_checkpoint, resolve_folder, spec_from
 from build.quantize import DEFAULT_QUANTIZATION, QuantizationSettings, quantize_pair
-from handler import bundle
-from handler.bundle import Manifest
+from handler.model import bundle
+from handler.model.bundle import Manifest
 
 # the Marian loader's names, kept importable from here for existing callers
 __all__ = [

@@ -1,6 +1,6 @@
-"""Write ``handler/data/han_forms.json``: the Han characters only Traditional, and only Simplified, Chinese writes.
+"""Write ``handler/text/data/han_forms.json``: the Han characters only Traditional, and only Simplified, Chinese writes.
 
-``handler.script_conversion`` detects a text's script from these two sets instead of loading OpenCC's
+``handler.text.script_conversion`` detects a text's script from these two sets instead of loading OpenCC's
 dictionaries for every request (31.5 MB of heap, measured): OpenCC is then loaded only to convert text that is
 Traditional. The sets are what OpenCC's character-level converters say, one character at a time over every
 code point of the Han ranges: ``t2s`` changes the Traditional-only forms, ``s2t`` the Simplified-only ones.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 
-from handler import script_conversion
+from handler.text import script_conversion
 
 
 def compute_forms() -> dict[str, str]:

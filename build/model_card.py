@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from build.corpus import ALLOWED_SOURCES
-from handler import bundle
+from handler.model import bundle
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:

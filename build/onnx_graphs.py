@@ -1,4 +1,4 @@
-"""Export a transformers ``MarianMTModel`` to the bundle's two ONNX graphs (see ``handler/bundle.py``).
+"""Export a transformers ``MarianMTModel`` to the bundle's two ONNX graphs (see ``handler/model/bundle.py``).
 
 The graphs are computed by small modules of our own that read the Hugging Face module's weights and redo
 Marian's forward pass functionally (post-LN layers, ``sqrt(d_model)`` embedding scale, sinusoidal positions,
@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from handler import bundle
+from handler.model import bundle
 
 OPSET = 17
 

@@ -121,7 +121,7 @@ def quantize_pair(
     file (``bundle.SHARED_EMBEDDING``) that both graphs read: V x d bytes fewer on disk (33 MB for
     opus-mt-zh-en's shape, a third of the bundle).
     """
-    from handler import bundle
+    from handler.model import bundle
 
     encoder = quantize_graph(fp32[0], staging / bundle.ENCODER_ONNX, settings)
     decoder = quantize_graph(fp32[1], staging / bundle.DECODER_ONNX, settings)
@@ -162,7 +162,7 @@ def share_embedding_between_graphs(
     import onnx
     from onnx import external_data_helper
 
-    from handler import bundle
+    from handler.model import bundle
 
     projection_q = f"{projection}_quantized"
     decoder = onnx.load(str(decoder_path))
@@ -367,7 +367,7 @@ def rewrite_bundle_activations_per_row(bundle_dir: Path) -> dict[str, Any]:
     import os
     from datetime import UTC, datetime
 
-    from handler import bundle
+    from handler.model import bundle
 
     manifest_path = bundle_dir / bundle.MANIFEST
     record = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -500,7 +500,7 @@ def measure(checkpoint: Path | None, work: Path, repeats: int = 200) -> list[dic
     from build import verify
     from build.export import load_checkpoint
     from build.onnx_graphs import export_graphs
-    from handler.onnx_model import OnnxMarian
+    from handler.model.sessions import OnnxMarian
 
     if checkpoint is None:
         from build import train

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from handler.bundle import ModelSpec
-from handler.decoding import content_ids
+from handler.model.bundle import ModelSpec
+from handler.model.decoding import content_ids
 
 # Varied Chinese input: everyday speech, questions, numbers, Latin words, a URL, traditional characters,
 # full-width punctuation, a long formal sentence and a very short one.
@@ -127,7 +127,7 @@ def _max_new_tokens(spec: ModelSpec, requested: int) -> int:
 def pytorch_greedy(model: Any, batch: SourceBatch, spec: ModelSpec, max_new_tokens: int) -> list[list[int]]:
     """``model.generate(num_beams=1, do_sample=False)`` with OPUS-MT's settings.
 
-    Returns the ids after the decoder start token and before ``</s>``, as ``handler.decoding`` does.
+    Returns the ids after the decoder start token and before ``</s>``, as ``handler.model.decoding`` does.
     """
     import torch
     from transformers import GenerationConfig
@@ -203,13 +203,13 @@ def _exact_match(left: list[list[int]], right: list[list[int]]) -> float:
 
 
 def _open(encoder: Path, decoder: Path, spec: ModelSpec) -> Any:
-    from handler.onnx_model import OnnxMarian
+    from handler.model.sessions import OnnxMarian
 
     return OnnxMarian(encoder, decoder, spec, threads=1)
 
 
 def _onnx_greedy(onnx_model: Any, batch: SourceBatch, max_new_tokens: int) -> list[list[int]]:
-    from handler.decoding import greedy_search
+    from handler.model.decoding import greedy_search
 
     return greedy_search(onnx_model, batch.input_ids, batch.attention_mask, max_new_tokens, repetition_guard=False)
 

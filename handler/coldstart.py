@@ -1,4 +1,12 @@
-"""The once-per-cold-start model load that adapters call at import time, and its report.
+"""The cold start, once per process: the module-level model load the adapters trigger at import, and its report.
+
+``start()`` builds the configuration and loads + warms the model, keeping any failure in the ``Startup`` it
+returns. Every adapter entry module (``handler.adapters.aws_lambda``, ``handler.adapters.gcp``, the local server)
+calls it once at import, so the model load happens during the platform's init phase and never behind the first
+request. A load failure does not stop the import: the error is kept and reported on every request (HTTP 503, or an
+exception for file events) with the loader's message, which names the file and the fix. A bad setting is kept the
+same way and answered 500 ``configuration_error`` with the message naming the variable: a retry cannot mend it,
+and the process stays up (a platform would otherwise restart it in a loop, failing the same way each time).
 
 ``get_service`` loads, checks and warms the bundle on its first call for a bundle folder and returns the same
 ``TranslationService`` afterwards (thread-safe; the first call's configuration wins for that folder).
@@ -7,17 +15,22 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from handler import IMPORT_BEGAN, IMPORT_BEGAN_SINCE_BOOT
 from handler.config import RuntimeConfig
-from handler.errors import TranslatorError
-from handler.loader import load_model
-from handler.onnx_model import child_reopen_seconds
+from handler.errors import ConfigurationError, ModelUnavailableError, TranslatorError
+from handler.model.loader import load_model
+from handler.model.sessions import child_reopen_seconds
 from handler.service import TranslationService
+
+logger = logging.getLogger(__name__)
 
 # seconds from the first import of the handler package to the end of this module's imports: the handler and what
 # it needs (onnxruntime, numpy, sentencepiece), whichever adapter module the entry point imported first
@@ -95,3 +108,82 @@ def cold_start_report() -> dict[str, object]:
     with _lock:
         report.update(_report)
     return report
+
+
+@dataclass(frozen=True)
+class Startup:
+    """What a cold start produced: the configuration and either a warm service or the reason there is none."""
+
+    config: RuntimeConfig
+    service: TranslationService | None
+    error: TranslatorError | None
+    start_s: float  # seconds this cold start spent in ``start()``
+
+    def require_service(self) -> TranslationService:
+        """The warm service, or the start's error: ``ConfigurationError`` (a bad setting, named) or
+        ``ModelUnavailableError`` carrying the load failure's message."""
+        if self.service is not None:
+            return self.service
+        if isinstance(self.error, (ModelUnavailableError, ConfigurationError)):
+            raise self.error
+        raise ModelUnavailableError(f"the translator is not available: {self.error}")
+
+    def health(self) -> dict[str, object]:
+        """What ``GET /healthz`` reports: model name, bundle hash, warm state, cold-start timings, limits."""
+        report: dict[str, object] = {
+            "status": "ok" if self.service is not None else "unavailable",
+            "warm": self.service is not None,
+            "cold_start": cold_start_report(),
+            "limits": {
+                "max_chars": self.config.max_chars,
+                "max_texts": self.config.max_texts,
+                "max_file_bytes": self.config.max_file_bytes,
+                "default_beam_size": self.config.beam_size,
+            },
+        }
+        if self.service is not None:
+            report.update(self.service.info())
+        else:
+            report["error"] = {"code": _code(self.error), "message": str(self.error)}
+        return report
+
+
+def start(config: RuntimeConfig | None = None, environ: Mapping[str, str] | None = None) -> Startup:
+    """Build the configuration (unless given) and load + warm the model; never raises."""
+    began = time.perf_counter()
+    try:
+        config = config if config is not None else RuntimeConfig.from_env(environ)
+    except ConfigurationError as error:
+        logger.error("configuration error, the translator will answer 500 configuration_error: %s", error)
+        return Startup(RuntimeConfig(), None, error, time.perf_counter() - began)
+    try:
+        service = get_service(config)
+    except TranslatorError as error:
+        answer = "500 configuration_error" if isinstance(error, ConfigurationError) else f"503 {error.code}"
+        logger.error("model did not load, the translator will answer %s: %s", answer, error)
+        return Startup(config, None, error, time.perf_counter() - began)
+    except Exception as error:  # an unexpected failure inside the loader: keep it, report it, stay up
+        logger.exception("model did not load (unexpected error)")
+        wrapped = ModelUnavailableError(f"the model failed to load: {type(error).__name__}: {error}")
+        return Startup(config, None, wrapped, time.perf_counter() - began)
+    elapsed = time.perf_counter() - began
+    info = service.info()
+    # one record, a JSON line where the adapter configured logging (handler.api.access_log), which every platform
+    # keeps in its logs (Lambda, Cloud Functions, a terminal)
+    logger.info(
+        "translator ready: model %s bundle %s",
+        info.get("model"),
+        info.get("bundle_hash"),
+        extra={
+            "event": "translator_ready",
+            "model": info.get("model"),
+            "bundle_hash": info.get("bundle_hash"),
+            "bundle_dir": str(config.bundle_dir),
+            "cold_start": cold_start_report(),
+        },
+    )
+    return Startup(config, service, None, elapsed)
+
+
+def _code(error: TranslatorError | None) -> str:
+    return error.code if error is not None else ModelUnavailableError.code

@@ -12,9 +12,9 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from handler.api_keys import parse_key_list, read_key_file
+from handler.api.keys import parse_key_list, read_key_file
 from handler.errors import ConfigurationError
-from handler.glossary import Glossary, load_glossary
+from handler.text.glossary import Glossary, load_glossary
 
 # --- environment variable names -------------------------------------------------------------------------
 ENV_BUNDLE_DIR = "TRANSLATE_BUNDLE_DIR"
@@ -65,7 +65,7 @@ class RuntimeConfig:
     # deploy's --timeout, 540 s at most for events); Lambda events use the invocation's own remaining time
     event_timeout_s: float = 540.0
     glossary_file: Path | None = None  # the deployment's glossary (JSON object or TSV), for every request and file
-    # keys every translating route requires (handler.api_keys); empty = none required. ``from_env`` adds the keys
+    # keys every translating route requires (handler.api.keys); empty = none required. ``from_env`` adds the keys
     # of ``api_keys_file`` (TRANSLATE_API_KEYS_FILE) to those of TRANSLATE_API_KEYS
     api_keys: tuple[str, ...] = ()
     api_keys_file: Path | None = None

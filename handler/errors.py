@@ -1,6 +1,6 @@
 """The errors the translator raises: a small hierarchy whose messages say what was wrong and what is allowed.
 
-The core raises these; only the adapters map them to HTTP statuses (see ``handler.http_api``).
+The core raises these; only the adapters map them to HTTP statuses (see ``handler.api.router``).
 """
 
 from __future__ import annotations

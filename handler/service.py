@@ -1,12 +1,13 @@
 """The translation service every adapter calls: plain Python text in, English text out.
 
 Pipeline for a request: validate the texts and options -> for HTML or Markdown, cut out the text blocks
-(``handler.markup``) -> split each text into sentence-sized segments that fit the model (``handler.segmentation``)
--> translate each distinct segment once, its protected spans intact (``handler.spans``: URLs, numbers, code,
+(``handler.text.markup``) -> split each text into sentence-sized segments that fit the model
+(``handler.text.segmentation``)
+-> translate each distinct segment once, its protected spans intact (``handler.text.spans``: URLs, numbers, code,
 names, amounts, glossary terms; text without Chinese never reaches the model) -> pack the segments into
-batches of similar length (``handler.batching``) -> encode and decode each batch (the model family's decoding
-protocol, ``handler.families``: for Marian greedy for beam size 1, otherwise beam search) -> detokenize ->
-clean (``handler.cleaning``) -> put the translations back into each text's line structure (and markup). Every
+batches of similar length (``handler.model.batching``) -> encode and decode each batch (the model family's decoding
+protocol, ``handler.model.families``: for Marian greedy for beam size 1, otherwise beam search) -> detokenize ->
+clean (``handler.text.cleaning``) -> put the translations back into each text's line structure (and markup). Every
 request limit (characters, texts, option ranges, document deadlines) is enforced here and nowhere else;
 violations raise the typed errors of ``handler.errors`` with messages that say what was found and what is
 allowed.
@@ -24,7 +25,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from handler.batching import (
+from handler.config import ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
+from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
+from handler.model.batching import (
     WIDTH_MULTIPLE,
     Batch,
     kv_cache_bytes_per_row,
@@ -32,18 +35,16 @@ from handler.batching import (
     plan_batches,
     restore_order,
 )
-from handler.cleaning import clean_translation
-from handler.config import ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
-from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
-from handler.families.base import SearchRequest
-from handler.glossary import Glossary
-from handler.loader import LoadedModel
-from handler.markup import FORMATS, parse_markup
-from handler.memory import release_free_heap
-from handler.script_conversion import AUTO, canonical_variant, default_converter
-from handler.segmentation import Document, split_document
-from handler.spans import ProtectedSpan, SpanKind, Translation, translate_protected
-from handler.tokenizer import require_unicode
+from handler.model.families.base import SearchRequest
+from handler.model.families.marian.tokenizer import require_unicode
+from handler.model.loader import LoadedModel
+from handler.model.memory import release_free_heap
+from handler.text.cleaning import clean_translation
+from handler.text.glossary import Glossary
+from handler.text.markup import FORMATS, parse_markup
+from handler.text.script_conversion import AUTO, canonical_variant, default_converter
+from handler.text.segmentation import Document, split_document
+from handler.text.spans import ProtectedSpan, SpanKind, Translation, translate_protected
 
 OPTION_NAMES = (
     "beam_size",
@@ -80,16 +81,16 @@ class TranslateOptions:
 
     beam_size: int | None = None  # None -> RuntimeConfig.beam_size; allowed 1..8
     # the exponent of the model family's length penalty; None = the model's own (Marian: 1.0, score = sum of
-    # log-probabilities / length ** 1.0; CSANMT: the bundle's GNMT alpha, 0.6; see handler.families)
+    # log-probabilities / length ** 1.0; CSANMT: the bundle's GNMT alpha, 0.6; see handler.model.families)
     length_penalty: float | None = None
     max_length_ratio: float = 2.0  # output tokens <= ratio x source tokens + 10 (and < the model's positions)
-    repetition_guard: bool = True  # ban degenerate loops (see handler.decoding.RepetitionGuard)
-    format: str = "text"  # "text", "html" (text nodes, alt/title) or "markdown" (see handler.markup)
+    repetition_guard: bool = True  # ban degenerate loops (see handler.model.decoding.RepetitionGuard)
+    format: str = "text"  # "text", "html" (text nodes, alt/title) or "markdown" (see handler.text.markup)
     # the request's glossary, merged over the deployment's (TRANSLATE_GLOSSARY_FILE); a mapping becomes a Glossary
     glossary: Glossary | None = None
-    protect_spans: bool = True  # URLs, numbers, code, names... come out intact (see handler.spans); false = raw model
+    protect_spans: bool = True  # URLs, numbers, code, names... kept intact (handler.text.spans); false = raw model
     # the texts' Chinese variant: "auto" (detected), "zh-Hans", "zh-Hant", "zh-TW", "zh-HK"; Traditional text is
-    # converted to the model's script first (handler.script_conversion)
+    # converted to the model's script first (handler.text.script_conversion)
     source: str = AUTO
 
     def __post_init__(self) -> None:
@@ -224,7 +225,7 @@ class TranslationService:
         try:
             return self._translate(list(texts), options or TranslateOptions(), None, None)
         finally:
-            release_free_heap()  # the decoder's freed buffers go back to the system (handler.memory)
+            release_free_heap()  # the decoder's freed buffers go back to the system (handler.model.memory)
 
     def translate_document(
         self,
@@ -295,7 +296,7 @@ class TranslationService:
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
     ) -> list[TextTranslation]:
-        """Markup -> blocks -> segments -> protected translation (``handler.spans``) -> blocks -> markup."""
+        """Markup -> blocks -> segments -> protected translation (``handler.text.spans``) -> blocks -> markup."""
         texts = [self.scripts.to_model_script(text, options.source) for text in texts]
         markups = [parse_markup(text, options.format) for text in texts]
         documents = [[self._split(block) for block in markup.blocks] for markup in markups]

@@ -22,12 +22,12 @@ RUN_TIMES = Path("mutants") / "run_times.json"  # module -> seconds of its last 
 
 TESTS_BY_MODULE: dict[str, list[str]] = {
     "handler/config.py": ["tests/mutation_kills/test_config.py", "tests/runtime_text/test_request_limits.py"],
-    "handler/segmentation.py": [
+    "handler/text/segmentation.py": [
         "tests/runtime_text/test_segmentation.py",
         "tests/fuzz/test_segmentation_fuzz.py",
         "tests/mutation_kills/test_segmentation.py",
     ],
-    "handler/file_translation.py": [
+    "handler/storage/files.py": [
         "tests/mutation_kills/test_file_translation.py",
         "tests/runtime_text/test_file_decoding.py",
         "tests/fuzz/test_decoders_fuzz.py",
@@ -38,7 +38,7 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
         "tests/runtime_text/test_request_limits.py",
         "tests/fuzz/test_pathological_texts.py",
     ],
-    "handler/http_api.py": ["tests/mutation_kills/test_http_api.py", "tests/runtime_text/test_request_limits.py"],
+    "handler/api/router.py": ["tests/mutation_kills/test_http_api.py", "tests/runtime_text/test_request_limits.py"],
 }
 
 

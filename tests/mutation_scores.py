@@ -29,133 +29,133 @@ EQUIVALENT: dict[str, str] = {
         '(output_prefix or "") -> (output_prefix or "XXXX"): the work prefix must end in "/", so it is a prefix of '
         "neither string"
     ),
-    # --- handler/segmentation.py
-    "handler.segmentation.xǁDocumentǁjoin__mutmut_4": (
+    # --- handler/text/segmentation.py
+    "handler.text.segmentation.xǁDocumentǁjoin__mutmut_4": (
         "previous_end = 0 -> None: source[None:start] is source[0:start], and previous_end is set before any other use"
     ),
-    "handler.segmentation.xǁDocumentǁjoin__mutmut_6": "line_has_text = False -> None: only tested for truth",
-    "handler.segmentation.xǁDocumentǁjoin__mutmut_22": "line_has_text = False -> None: only tested for truth",
-    "handler.segmentation.xǁDocumentǁjoin__mutmut_11": (
+    "handler.text.segmentation.xǁDocumentǁjoin__mutmut_6": "line_has_text = False -> None: only tested for truth",
+    "handler.text.segmentation.xǁDocumentǁjoin__mutmut_22": "line_has_text = False -> None: only tested for truth",
+    "handler.text.segmentation.xǁDocumentǁjoin__mutmut_11": (
         "zip(strict=True) -> strict=None: join checks the two lengths first and raises, so zip never sees unequal ones"
     ),
-    "handler.segmentation.xǁDocumentǁjoin__mutmut_14": "zip(strict=True) dropped: the lengths are checked first",
-    "handler.segmentation.xǁDocumentǁjoin__mutmut_15": "zip(strict=True) -> strict=False: lengths checked first",
-    "handler.segmentation.xǁDocumentǁjoin__mutmut_27": (
+    "handler.text.segmentation.xǁDocumentǁjoin__mutmut_14": "zip(strict=True) dropped: the lengths are checked first",
+    "handler.text.segmentation.xǁDocumentǁjoin__mutmut_15": "zip(strict=True) -> strict=False: lengths checked first",
+    "handler.text.segmentation.xǁDocumentǁjoin__mutmut_27": (
         "index > 0 -> index >= 0 in inside_word: at index 0 line_has_text is False, so inside_word is never read"
     ),
-    "handler.segmentation.x__fit__mutmut_10": (
+    "handler.text.segmentation.x__fit__mutmut_10": (
         "count <= max -> count < max for the whole span: a span of exactly the budget then goes to the cutting "
         "levels, whose packing (fits() with <=) and last resort (longest prefix that fits) give back the whole span"
     ),
-    "handler.segmentation.x__fit__mutmut_38": (
+    "handler.text.segmentation.x__fit__mutmut_38": (
         "start < cut -> start <= cut: no cut equals start (the span is stripped; a clause cut is after a mark, a "
         "whitespace cut at a space)"
     ),
-    "handler.segmentation.x__fit__mutmut_39": (
+    "handler.text.segmentation.x__fit__mutmut_39": (
         "cut < end -> cut <= end: a cut at end only repeats the last boundary; the empty piece it makes is skipped"
     ),
-    "handler.segmentation.x__fit__mutmut_105": (
+    "handler.text.segmentation.x__fit__mutmut_105": (
         "piece_start < piece_end -> <=: every piece between two distinct boundaries holds a non-space character "
         "(boundaries are after a clause mark or at the start of a maximal whitespace run)"
     ),
-    "handler.segmentation.x__outside_ascii_run__mutmut_11": (
+    "handler.text.segmentation.x__outside_ascii_run__mutmut_11": (
         "run_start > start -> >=: the loop goes one further only when run_start == start, and then both return cut"
     ),
-    "handler.segmentation.xǁDocumentǁjoin__mutmut_7": (
+    "handler.text.segmentation.xǁDocumentǁjoin__mutmut_7": (
         "line_has_text = False -> True before the loop: the first segment (index 0) always sets it to False"
     ),
-    "handler.segmentation.x__strip__mutmut_7": (
+    "handler.text.segmentation.x__strip__mutmut_7": (
         "end > start -> end >= start: goes one step further only for an all-whitespace span, returning (start, "
         "start - 1) instead of (start, start); every caller treats both as empty (start >= end, span[0] < span[1])"
     ),
-    "handler.segmentation.x__sentences__mutmut_40": (
+    "handler.text.segmentation.x__sentences__mutmut_40": (
         "span[0] < span[1] -> <= for a sentence cut at an end mark: the span holds that mark, so it is never empty"
     ),
-    "handler.segmentation.x__sentences__mutmut_52": (
+    "handler.text.segmentation.x__sentences__mutmut_52": (
         "span[0] < span[1] -> <= for the line's last span: an empty span (the line ended with a sentence) reaches "
         "_fit, which strips it and returns without a segment"
     ),
-    "handler.segmentation.x__ends_sentence__mutmut_6": (
+    "handler.text.segmentation.x__ends_sentence__mutmut_6": (
         'following = "" -> "XXXX" at the end of the line: a run there is then no cut, but the line ends at the same '
         "place, so the last span is the same sentence"
     ),
-    "handler.segmentation.x__ends_sentence__mutmut_49": (
+    "handler.text.segmentation.x__ends_sentence__mutmut_49": (
         "the next non-space looked for beyond the line end: it differs only when the rest of the line is blank, where "
         "not cutting gives the same last span (the line ends there)"
     ),
-    "handler.segmentation.x__clause_cuts__mutmut_7": (
+    "handler.text.segmentation.x__clause_cuts__mutmut_7": (
         "clause marks looked for beyond the span's end: such cuts are dropped (start < cut < end), and no run of "
         "clause marks crosses a span's end (spans end after an end mark or a closer, or before whitespace)"
     ),
-    "handler.segmentation.x__clause_cuts__mutmut_12": (
+    "handler.text.segmentation.x__clause_cuts__mutmut_12": (
         '",:" -> "XX,:XX": a clause-mark run never starts with "X", so the test is true for the same characters'
     ),
-    "handler.segmentation.x__whitespace_cuts__mutmut_6": (
+    "handler.text.segmentation.x__whitespace_cuts__mutmut_6": (
         "whitespace looked for beyond the span's end: those cuts are dropped (start < cut < end); the span is "
         "stripped, so no whitespace run crosses its end"
     ),
-    "handler.segmentation.x__fit__mutmut_8": (
+    "handler.text.segmentation.x__fit__mutmut_8": (
         "start >= end -> start > end: _fit never gets a span that strips to empty (sentences hold text; a piece it "
         "recurses on is over the budget, so it holds text too)"
     ),
-    "handler.segmentation.x__cut_by_budget__mutmut_2": (
+    "handler.text.segmentation.x__cut_by_budget__mutmut_2": (
         "rstrip -> lstrip of a prefix: _cut_by_budget gets one whitespace-free word (the level before it cut at "
         "every whitespace run), so both strip nothing"
     ),
-    "handler.segmentation.x__outside_ascii_run__mutmut_8": (
+    "handler.text.segmentation.x__outside_ascii_run__mutmut_8": (
         "run_start = cut - 1 -> cut + 1: text[cut] and text[cut - 1] are both run characters here, so the walk back "
         "passes them and stops at the same run start"
     ),
-    # --- handler/file_translation.py
-    "handler.file_translation.x_check_key__mutmut_2": 'problem = "" -> None: only tested for truth',
-    "handler.file_translation.x_plan_output__mutmut_19": (
+    # --- handler/storage/files.py
+    "handler.storage.files.x_check_key__mutmut_2": 'problem = "" -> None: only tested for truth',
+    "handler.storage.files.x_plan_output__mutmut_19": (
         "the message of a raise the checks before it make unreachable (output == source needs an empty prefix on "
         "the same bucket, refused above)"
     ),
-    "handler.file_translation.x_plan_output__mutmut_22": (
+    "handler.storage.files.x_plan_output__mutmut_22": (
         "the message of a raise that cannot happen: output.key is prefix + source.key"
     ),
-    "handler.file_translation.x_decode_text__mutmut_10": (
+    "handler.storage.files.x_decode_text__mutmut_10": (
         "description.split(' ') -> split(None): the descriptions hold single spaces, so both give the same first word"
     ),
-    "handler.file_translation.x_decode_text__mutmut_13": "split(' ') -> split(None): as above",
-    "handler.file_translation.x_decode_text__mutmut_25": '"utf-8" -> "UTF-8": codec names are case-insensitive',
-    "handler.file_translation.x_decode_text__mutmut_34": '"gb18030" -> "GB18030": codec names are case-insensitive',
-    "handler.file_translation.x_translate_object__mutmut_44": '"utf-8" -> "UTF-8": codec names are case-insensitive',
-    "handler.file_translation.x_format_for__mutmut_6": (
+    "handler.storage.files.x_decode_text__mutmut_13": "split(' ') -> split(None): as above",
+    "handler.storage.files.x_decode_text__mutmut_25": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.storage.files.x_decode_text__mutmut_34": '"gb18030" -> "GB18030": codec names are case-insensitive',
+    "handler.storage.files.x_translate_object__mutmut_44": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.storage.files.x_format_for__mutmut_6": (
         '"dot >= 0" -> "(dot >= 0) or True": without a dot name[-1:] is one character, never a suffix in '
         "MARKUP_SUFFIXES, so the answer is text either way"
     ),
-    "handler.file_translation.x__check_deadline__mutmut_3": (
+    "handler.storage.files.x__check_deadline__mutmut_3": (
         "monotonic() >= deadline -> >: differs only when the clock reads exactly the deadline (one tick)"
     ),
-    "handler.file_translation.x_translate_object__mutmut_50": (
+    "handler.storage.files.x_translate_object__mutmut_50": (
         'quote(bucket, safe="") -> default safe="/": bucket names cannot hold "/" (S3 and Cloud Storage rules)'
     ),
-    "handler.file_translation.x_translate_object__mutmut_51": (
+    "handler.storage.files.x_translate_object__mutmut_51": (
         'quote(bucket, safe="") -> safe="XXXX": letters are never escaped, so the result is the same'
     ),
-    "handler.file_translation.x_translate_object__mutmut_55": (
+    "handler.storage.files.x_translate_object__mutmut_55": (
         'quote(key, safe="/") -> quote(key): "/" is already quote\'s default safe character'
     ),
-    "handler.file_translation.x_translate_object__mutmut_56": (
+    "handler.storage.files.x_translate_object__mutmut_56": (
         'quote(key, safe="/") -> safe="XX/XX": letters are never escaped, so the result is the same'
     ),
-    "handler.file_translation.x_handle_upload__mutmut_14": (
+    "handler.storage.files.x_handle_upload__mutmut_14": (
         'logger.error("%s", error) -> logger.error(error): logging formats a message only when it has arguments, '
         "so both log str(error), even one holding a %"
     ),
-    "handler.file_translation.x_translate_object__mutmut_69": (
+    "handler.storage.files.x_translate_object__mutmut_69": (
         'quote(model, safe="") -> safe="XXXX": letters are never escaped, so the result is the same'
     ),
-    "handler.file_translation.x_translate_object__mutmut_63": (
+    "handler.storage.files.x_translate_object__mutmut_63": (
         'info.get("model", "") default changed: TranslationService.info() always holds "model"'
     ),
-    "handler.file_translation.x_translate_object__mutmut_65": 'as above: info() always holds "model"',
-    "handler.file_translation.x_translate_object__mutmut_68": 'as above: info() always holds "model"',
-    "handler.file_translation.x_translate_object__mutmut_72": 'info.get("bundle_hash", "") default: always present',
-    "handler.file_translation.x_translate_object__mutmut_74": 'info.get("bundle_hash", "") default: always present',
-    "handler.file_translation.x_translate_object__mutmut_77": 'info.get("bundle_hash", "") default: always present',
+    "handler.storage.files.x_translate_object__mutmut_65": 'as above: info() always holds "model"',
+    "handler.storage.files.x_translate_object__mutmut_68": 'as above: info() always holds "model"',
+    "handler.storage.files.x_translate_object__mutmut_72": 'info.get("bundle_hash", "") default: always present',
+    "handler.storage.files.x_translate_object__mutmut_74": 'info.get("bundle_hash", "") default: always present',
+    "handler.storage.files.x_translate_object__mutmut_77": 'info.get("bundle_hash", "") default: always present',
     # --- handler/service.py
     "handler.service.x__shown__mutmut_2": "ensure_ascii=False -> None: json.dumps only tests it for truth",
     "handler.service.xǁTranslationServiceǁ__init____mutmut_16": (
@@ -199,50 +199,50 @@ EQUIVALENT: dict[str, str] = {
     "handler.service.xǁTranslationServiceǁ_check_deadline__mutmut_40": (
         "needed > left -> >=: differs only when the projection equals the time left to the last bit"
     ),
-    # --- handler/http_api.py
-    "handler.http_api.xǁHttpResponseǁbody_text__mutmut_3": '"utf-8" -> "UTF-8": codec names are case-insensitive',
-    "handler.http_api.xǁHttpApiǁ__init____mutmut_37": '"utf-8" -> "UTF-8": codec names are case-insensitive',
-    "handler.http_api.x__json_response__mutmut_9": '"utf-8" -> "UTF-8": codec names are case-insensitive',
-    "handler.http_api.x__render_page__mutmut_53": '"utf-8" -> "UTF-8": codec names are case-insensitive',
-    "handler.http_api.x__render_page__mutmut_62": '"utf-8" -> "UTF-8": codec names are case-insensitive',
-    "handler.http_api.xǁHttpApiǁ__init____mutmut_31": (
+    # --- handler/api/router.py
+    "handler.api.router.xǁHttpResponseǁbody_text__mutmut_3": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.api.router.xǁHttpApiǁ__init____mutmut_37": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.api.router.x__json_response__mutmut_9": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.api.router.x__render_page__mutmut_53": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.api.router.x__render_page__mutmut_62": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.api.router.xǁHttpApiǁ__init____mutmut_31": (
         "ensure_ascii=False -> None: json.dumps only tests it for truth, so None is False"
     ),
-    "handler.http_api.x__json_response__mutmut_4": "ensure_ascii=False -> None: only tested for truth",
-    "handler.http_api.x__render_page__mutmut_40": "ensure_ascii=False -> None: only tested for truth",
-    "handler.http_api.xǁHttpApiǁ__init____mutmut_33": (
+    "handler.api.router.x__json_response__mutmut_4": "ensure_ascii=False -> None: only tested for truth",
+    "handler.api.router.x__render_page__mutmut_40": "ensure_ascii=False -> None: only tested for truth",
+    "handler.api.router.xǁHttpApiǁ__init____mutmut_33": (
         "the OpenAPI document with ensure_ascii=True (the default): \\u escapes instead of UTF-8, the same JSON "
         "value for every client that parses it"
     ),
-    "handler.http_api.xǁHttpApiǁ__init____mutmut_35": "as above: ensure_ascii=True, the same document once parsed",
-    "handler.http_api.x__render_page__mutmut_42": (
+    "handler.api.router.xǁHttpApiǁ__init____mutmut_35": "as above: ensure_ascii=True, the same document once parsed",
+    "handler.api.router.x__render_page__mutmut_42": (
         "the page's configuration with ensure_ascii=True (the default): the page's script parses the same values "
         "(and escapes hold no < or >)"
     ),
-    "handler.http_api.x__render_page__mutmut_43": "as above: ensure_ascii=True, the same values once parsed",
-    "handler.http_api.x__render_page__mutmut_46": (
+    "handler.api.router.x__render_page__mutmut_43": "as above: ensure_ascii=True, the same values once parsed",
+    "handler.api.router.x__render_page__mutmut_46": (
         '"\\u003c" -> "\\u003C": JSON hex escapes are case-insensitive, the same character once parsed'
     ),
-    "handler.http_api.x__render_page__mutmut_49": '"\\u003e" -> "\\u003E": as above',
-    "handler.http_api.x_status_for__mutmut_1": (
+    "handler.api.router.x__render_page__mutmut_49": '"\\u003e" -> "\\u003E": as above',
+    "handler.api.router.x_status_for__mutmut_1": (
         "the fallback 500 -> 501 is unreachable: status_for takes a TranslatorError, and the table's last row is "
         "TranslatorError"
     ),
-    "handler.http_api.xǁHttpApiǁhandle__mutmut_36": (
+    "handler.api.router.xǁHttpApiǁhandle__mutmut_36": (
         'headers.get("x-forwarded-proto", "") -> default "XXXX": without the header neither is "https"'
     ),
-    "handler.http_api.xǁHttpApiǁ_json_body__mutmut_3": (
+    "handler.api.router.xǁHttpApiǁ_json_body__mutmut_3": (
         'headers.get("content-type", "") -> default None: media_type_of and the message test it for truth only'
     ),
-    "handler.http_api.xǁHttpApiǁ_json_body__mutmut_5": "as above: the default None",
-    "handler.http_api.xǁHttpApiǁ_log__mutmut_49": (
+    "handler.api.router.xǁHttpApiǁ_json_body__mutmut_5": "as above: the default None",
+    "handler.api.router.xǁHttpApiǁ_log__mutmut_49": (
         'headers.get("Content-Type", "") -> default "XXXX": without a Content-Type neither starts with "text/html"'
     ),
-    "handler.http_api.x_media_type_of__mutmut_6": 'message["CONTENT-TYPE"]: email header names are case-insensitive',
-    "handler.http_api.x_media_type_of__mutmut_10": 'get_param("CHARSET"): parameter names are case-insensitive',
-    "handler.http_api.x__normalise_path__mutmut_5": 'path.split("?", 1)[0] -> split("?")[0]: the same first part',
-    "handler.http_api.x__normalise_path__mutmut_8": 'split("?", 1)[0] -> split("?", 2)[0]: the same first part',
-    "handler.http_api.x__normalise_path__mutmut_10": (
+    "handler.api.router.x_media_type_of__mutmut_6": 'message["CONTENT-TYPE"]: email header names are case-insensitive',
+    "handler.api.router.x_media_type_of__mutmut_10": 'get_param("CHARSET"): parameter names are case-insensitive',
+    "handler.api.router.x__normalise_path__mutmut_5": 'path.split("?", 1)[0] -> split("?")[0]: the same first part',
+    "handler.api.router.x__normalise_path__mutmut_8": 'split("?", 1)[0] -> split("?", 2)[0]: the same first part',
+    "handler.api.router.x__normalise_path__mutmut_10": (
         'len(path) > 1 -> >= 1: "/" stripped is "", which "path or \'/\'" turns back into "/"'
     ),
 }

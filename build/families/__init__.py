@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from build.errors import ExportError
-from handler.bundle import ModelSpec
+from handler.model.bundle import ModelSpec
 
 
 class Checkpoint(Protocol):

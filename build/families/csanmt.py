@@ -28,8 +28,8 @@ import numpy as np
 from build import verify
 from build.families import csanmt_checkpoint as checkpoint_files
 from build.families.csanmt_checkpoint import CsanmtConfig
-from handler import bundle
-from handler.bundle import ModelSpec
+from handler.model import bundle
+from handler.model.bundle import ModelSpec
 
 NAME = "csanmt"
 EOS_ID = 0  # also the padding id

@@ -50,7 +50,7 @@ from torch import nn
 
 from build import onnx_graphs as marian_graphs
 from build.families.csanmt_checkpoint import ROOT, CsanmtConfig
-from handler import bundle
+from handler.model import bundle
 
 OPSET = 17
 LAYER_NORM_EPSILON = 1e-6

@@ -1,6 +1,6 @@
 """The Marian family: a transformers ``MarianMTModel`` folder (or hub id) with its SentencePiece tokenizer.
 
-Graphs: ``build.onnx_graphs`` (the bundle contract in ``handler/bundle.py``); reference: transformers'
+Graphs: ``build.onnx_graphs`` (the bundle contract in ``handler/model/bundle.py``); reference: transformers'
 PyTorch model (``build.verify``); tokenizer files: ``source.spm``, ``target.spm``, ``vocab.json``.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 from build import verify
 from build.errors import ExportError
-from handler import bundle
-from handler.bundle import ModelSpec
+from handler.model import bundle
+from handler.model.bundle import ModelSpec
 
 NAME = "marian"
 TRAINING_RECORD = "training.json"  # written by build.train --finalize beside our own checkpoints

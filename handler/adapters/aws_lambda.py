@@ -1,15 +1,15 @@
-"""AWS Lambda entry point: ``handler.aws_lambda.lambda_handler``, one handler dispatching by event shape.
+"""AWS Lambda entry point: ``handler.adapters.aws_lambda.lambda_handler``, one handler dispatching by event shape.
 
 * API Gateway REST API (payload v1: ``httpMethod``), HTTP API (payload v2: ``requestContext.http``) and
-  Function URL events (v2 shape, ``*.lambda-url.*`` domain), base64 bodies included → ``handler.http_api``;
+  Function URL events (v2 shape, ``*.lambda-url.*`` domain), base64 bodies included → ``handler.api.router``;
   the result is the matching proxy response (``statusCode``, ``headers``, ``body``).
 * S3 event notifications (``Records[].eventSource == "aws:s3"``): each ``ObjectCreated:*`` object is translated
-  into ``TRANSLATE_OUTPUT_BUCKET`` / ``TRANSLATE_OUTPUT_PREFIX`` (``handler.file_translation``). Keys arrive
+  into ``TRANSLATE_OUTPUT_BUCKET`` / ``TRANSLATE_OUTPUT_PREFIX`` (``handler.storage.files``). Keys arrive
   URL-encoded (spaces as "+") and are decoded with ``unquote_plus``. The work must finish before
   ``context.get_remaining_time_in_millis()`` (without a context: ``TRANSLATE_EVENT_TIMEOUT_S``) less
   ``TRANSLATE_DEADLINE_MARGIN_S``; otherwise it fails with a ``DeadlineExceededError`` and writes nothing. S3's
-  transient failures are retried with backoff within that deadline (``handler.storage_retry``). A ``.txt`` file
-  over ``TRANSLATE_PART_CHARS`` characters fans out instead (``handler.bulk``): its part objects under
+  transient failures are retried with backoff within that deadline (``handler.storage.retry``). A ``.txt`` file
+  over ``TRANSLATE_PART_CHARS`` characters fans out instead (``handler.storage.bulk``): its part objects under
   ``TRANSLATE_WORK_PREFIX`` in the output bucket trigger this function again, one invocation per part, and the
   last part assembles the output.
 
@@ -27,14 +27,14 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from handler.access_log import configure_logging
-from handler.bulk import handle_object_event
+from handler.api.access_log import configure_logging
+from handler.api.router import UNREADABLE_PATH, HttpApi, HttpRequest, HttpResponse
+from handler.coldstart import Startup, start
 from handler.errors import InvalidRequestError
-from handler.events import s3_created_objects
-from handler.http_api import UNREADABLE_PATH, HttpApi, HttpRequest, HttpResponse
-from handler.object_store import S3Store
-from handler.startup import Startup, start
-from handler.storage_retry import RetryingStore, RetryPolicy, TransientAware
+from handler.storage.bulk import handle_object_event
+from handler.storage.events import s3_created_objects
+from handler.storage.object_store import S3Store
+from handler.storage.retry import RetryingStore, RetryPolicy, TransientAware
 
 logger = logging.getLogger(__name__)
 
@@ -199,5 +199,5 @@ _ADAPTER = LambdaAdapter(start())
 
 
 def lambda_handler(event: Any, context: Any) -> Any:
-    """The function's handler (``handler.aws_lambda.lambda_handler``)."""
+    """The function's handler (``handler.adapters.aws_lambda.lambda_handler``)."""
     return _ADAPTER.handle(event, context)

@@ -17,10 +17,10 @@ from typing import BinaryIO, TextIO
 
 from handler.config import RuntimeConfig
 from handler.errors import TranslatorError
-from handler.file_translation import decode_text, format_for, translate_text
-from handler.glossary import load_glossary
-from handler.markup import FORMATS
 from handler.service import TranslateOptions
+from handler.storage.files import decode_text, format_for, translate_text
+from handler.text.glossary import load_glossary
+from handler.text.markup import FORMATS
 
 PROGRESS_MIN_CHARS = 1_000  # inputs shorter than this finish too fast for a progress bar to help
 
@@ -57,7 +57,7 @@ def _read_input(name: str, stdin: BinaryIO) -> bytes:
 
 
 def translate_command(args: argparse.Namespace) -> int:
-    from handler import runtime
+    from handler import coldstart
 
     raw_options: dict[str, object] = {"format": args.format or format_for(args.file)}
     if args.beam_size is not None:
@@ -67,7 +67,7 @@ def translate_command(args: argparse.Namespace) -> int:
     options = TranslateOptions.from_mapping(raw_options)
     data = _read_input(args.file, sys.stdin.buffer)
     text, _encoding = decode_text(data, "stdin" if args.file == "-" else args.file)
-    service = runtime.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
+    service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
     bar = ProgressBar(sys.stderr) if len(text) >= PROGRESS_MIN_CHARS and not args.quiet else None
     try:
         translation = translate_text(service, text, options, progress=bar)
@@ -82,9 +82,9 @@ def translate_command(args: argparse.Namespace) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from handler.http_api import HttpApi
-    from handler.local_server import make_server
-    from handler.startup import start
+    from handler.adapters.local_server import make_server
+    from handler.api.router import HttpApi
+    from handler.coldstart import start
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     startup = start(RuntimeConfig.from_env(bundle_dir=args.bundle))

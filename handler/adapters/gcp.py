@@ -1,15 +1,16 @@
 """Google Cloud Functions entry points (functions-framework).
 
-* ``translate_http`` (``@functions_framework.http``): the HTTP surface of ``handler.http_api``.
+* ``translate_http`` (``@functions_framework.http``): the HTTP surface of ``handler.api.router``.
 * ``translate_storage_event`` (``@functions_framework.cloud_event``): a Cloud Storage
   ``google.cloud.storage.object.v1.finalized`` event; the object is translated into ``TRANSLATE_OUTPUT_BUCKET`` /
-  ``TRANSLATE_OUTPUT_PREFIX`` (``handler.file_translation``). Object names arrive unencoded in ``data.name``.
+  ``TRANSLATE_OUTPUT_PREFIX`` (``handler.storage.files``). Object names arrive unencoded in ``data.name``.
   Cloud Functions gives a function no remaining-time figure, so the deadline is the event's arrival plus
   ``TRANSLATE_EVENT_TIMEOUT_S`` (infra/gcp/deploy.sh sets it to the function's ``--timeout``) less
   ``TRANSLATE_DEADLINE_MARGIN_S``: a file that cannot be finished by then fails with ``DeadlineExceededError``
   before the platform stops the function, and nothing is written. Cloud Storage's transient failures are retried
-  with backoff within that deadline (``handler.storage_retry``). A ``.txt`` file over ``TRANSLATE_PART_CHARS``
-  characters is planned into part objects under ``TRANSLATE_WORK_PREFIX`` in the output bucket (``handler.bulk``).
+  with backoff within that deadline (``handler.storage.retry``). A ``.txt`` file over ``TRANSLATE_PART_CHARS``
+  characters is planned into part objects under ``TRANSLATE_WORK_PREFIX`` in the output bucket
+  (``handler.storage.bulk``).
 * ``translate_part_event`` (``@functions_framework.cloud_event``): finalize events of the output bucket, deployed
   with retries: the fan-out's part objects are translated (and the last one assembles the output); every other
   object there (translations, manifests, part results) is ignored at once.
@@ -30,13 +31,13 @@ import flask
 import functions_framework
 from cloudevents.http.event import CloudEvent
 
-from handler.access_log import configure_logging
-from handler.bulk import BulkError, handle_object_event
-from handler.events import storage_object
-from handler.http_api import HttpApi, HttpRequest
-from handler.object_store import GcsStore
-from handler.startup import Startup, start
-from handler.storage_retry import RetryingStore, RetryPolicy, TransientAware
+from handler.api.access_log import configure_logging
+from handler.api.router import HttpApi, HttpRequest
+from handler.coldstart import Startup, start
+from handler.storage.bulk import BulkError, handle_object_event
+from handler.storage.events import storage_object
+from handler.storage.object_store import GcsStore
+from handler.storage.retry import RetryingStore, RetryPolicy, TransientAware
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """functions-framework's own server (gunicorn) with the keep-alive this function needs (``make run``, Cloud Run).
 
-    python -m handler.gunicorn_server [--target translate_http] [--source main.py] [--signature-type http]
+    python -m handler.adapters.gunicorn_server [--target translate_http] [--source main.py] [--signature-type http]
                                       [--host 0.0.0.0] [--port 8080]
 
 The same as the ``functions-framework`` command (its options but ``--debug`` and ``--asgi``, read from the same

@@ -2,7 +2,7 @@
 
 For trying the function without any cloud SDK; ``functions-framework --target translate_http`` serves the same
 surface the way Cloud Functions does. The standard library's own request log is replaced by the JSON access line
-of ``handler.access_log`` (the request line it would print holds the query string, which may hold text), and its
+of ``handler.api.access_log`` (the request line it would print holds the query string, which may hold text), and its
 own refusals (a request line it cannot parse, a header too long) are answered through ``HttpApi`` like every
 other request, so that every answer has its one access line.
 """
@@ -14,9 +14,9 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from handler.access_log import configure_logging
+from handler.api.access_log import configure_logging
+from handler.api.router import UNREADABLE_PATH, HttpApi, HttpRequest, HttpResponse, RequestRefusedError
 from handler.errors import InvalidRequestError
-from handler.http_api import UNREADABLE_PATH, HttpApi, HttpRequest, HttpResponse, RequestRefusedError
 
 # the standard library server's own refusals, by status: this API's error codes
 TRANSPORT_ERROR_CODES: dict[int, str] = {
@@ -85,7 +85,7 @@ def make_server(api: HttpApi, host: str = "127.0.0.1", port: int = 8080) -> Thre
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _answer
 
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-            pass  # handler.http_api writes the access line (without the path's query string)
+            pass  # handler.api.router writes the access line (without the path's query string)
 
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
             # what is left: a connection that timed out or broke before a request (there is no answer to log)

@@ -5,7 +5,7 @@ LibreTranslate and DeepL drop-in APIs), each request body and every response sta
 names come from the code (beam sizes, option ranges, formats, Chinese variants, span kinds, error codes), and the
 served document carries the deployment's limits (``TRANSLATE_MAX_CHARS``, ``TRANSLATE_MAX_TEXTS``) and says whether
 an API key is required. ``tests/adapters/test_openapi.py`` fails when a route or method the code answers is
-missing here (or described but not answered). ``python -m handler.openapi`` prints the document.
+missing here (or described but not answered). ``python -m handler.api.openapi`` prints the document.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 
 from handler.config import MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import InvalidRequestError
-from handler.glossary import MAX_REQUEST_TERMS, MAX_TARGET_CHARS, MAX_TERM_CHARS
-from handler.markup import FORMATS
-from handler.script_conversion import VARIANTS, canonical_variant
 from handler.service import LENGTH_PENALTY_RANGE, MAX_LENGTH_RATIO_RANGE
-from handler.spans import SpanKind
+from handler.text.glossary import MAX_REQUEST_TERMS, MAX_TARGET_CHARS, MAX_TERM_CHARS
+from handler.text.markup import FORMATS
+from handler.text.script_conversion import VARIANTS, canonical_variant
+from handler.text.spans import SpanKind
 
 OPENAPI_PATH = "/openapi.json"
 JSON = "application/json"

@@ -7,20 +7,20 @@ An adapter turns its platform's request into an ``HttpRequest``, calls ``HttpApi
                      ``format``, ``glossary``, ...) → ``{"translation": "..."}`` or ``{"translations": [...]}``
                      with ``model``, ``bundle_hash`` and ``elapsed_ms``; ``"spans": true`` adds ``spans``, each
                      translation's protected spans and glossary hits (``kind``, ``source``, ``target``).
-``GET /``            the two-pane web page (``handler/web/index.html``) with the limits injected.
+``GET /``            the two-pane web page (``handler/api/web/index.html``) with the limits injected.
 ``GET /healthz``     model name, bundle hash, warm state, cold-start timings, limits and whether an API key is
                      required (503 while unavailable).
 ``GET /openapi.json`` the OpenAPI 3.1 description of every route, this one and the drop-in APIs' included
-                     (``handler.openapi``).
+                     (``handler.api.openapi``).
 
 Every error is ``{"error": {"code": "...", "message": "..."}}``; this module is the only place that maps the
 ``handler.errors`` hierarchy to HTTP statuses. Unexpected exceptions are logged with their traceback and answered
 500 with a message that holds no internals.
 
-With API keys configured (``handler.api_keys``), ``POST /translate`` without a valid key is answered 401 with a
+With API keys configured (``handler.api.keys``), ``POST /translate`` without a valid key is answered 401 with a
 ``WWW-Authenticate`` header; the page, ``/healthz``, ``/openapi.json`` and CORS preflights stay open (they carry no
 translation and no secret, and a browser, a load balancer's health check or a client generator must reach them
-without one). Every request gets an id (``X-Request-Id``) and one JSON access line (``handler.access_log``); every
+without one). Every request gets an id (``X-Request-Id``) and one JSON access line (``handler.api.access_log``); every
 response carries the security headers of ``SECURITY_HEADERS`` (the page more, ``PAGE_SECURITY_HEADERS``).
 """
 
@@ -38,7 +38,7 @@ from email.message import Message
 from pathlib import Path
 from typing import Any
 
-from handler.access_log import (
+from handler.api.access_log import (
     REQUEST_ID_HEADER,
     UNKNOWN_ROUTE,
     current_request_id,
@@ -46,7 +46,8 @@ from handler.access_log import (
     logged_body,
     request_id_for,
 )
-from handler.api_keys import ApiKeys, presented_key
+from handler.api.keys import ApiKeys, presented_key
+from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS, MAX_BEAM_SIZE
 from handler.errors import (
     ConfigurationError,
@@ -56,9 +57,8 @@ from handler.errors import (
     RequestTooLargeError,
     TranslatorError,
 )
+from handler.model.families.marian.tokenizer import require_unicode
 from handler.service import TextTranslation, TranslateOptions
-from handler.startup import Startup
-from handler.tokenizer import require_unicode
 
 logger = logging.getLogger(__name__)
 
@@ -199,8 +199,8 @@ class HttpApi:
 
     def __init__(self, startup: Startup) -> None:
         # here, not at the top: the drop-in APIs build on this module's types
-        from handler.compat import CompatApis
-        from handler.openapi import build_document
+        from handler.api.compat import CompatApis
+        from handler.api.openapi import build_document
 
         self.startup = startup
         self.config = startup.config
@@ -399,7 +399,7 @@ class HttpApi:
             headers["Vary"] = "Origin"
         if request.method == "OPTIONS":
             headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"  # GET: /languages, /v2/usage, ...
-            # Authorization: Bearer or DeepL-Auth-Key; X-API-Key: handler.api_keys; X-Request-Id: the caller's id
+            # Authorization: Bearer or DeepL-Auth-Key; X-API-Key: handler.api.keys; X-Request-Id: the caller's id
             headers["Access-Control-Allow-Headers"] = "Content-Type, Authorization, X-API-Key, X-Request-Id"
             headers["Access-Control-Max-Age"] = "600"
         else:

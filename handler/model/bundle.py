@@ -19,7 +19,7 @@ Graphs (``L`` = decoder layers, ``H`` = attention heads, ``D`` = head size, all 
     The position of the new token is ``past_len``.
 
 Model families (``manifest.json`` key ``family``; absent = ``"marian"``) differ in their tokenizer files and in
-the per-sentence arrays the encoder hands the decoder (``handler/families/``). The graphs above are Marian's.
+the per-sentence arrays the encoder hands the decoder (``handler/model/families/``). The graphs above are Marian's.
 A ``"csanmt"`` bundle (DAMO's CSANMT; the contract is agreed in the CSANMT issue) holds ``bpe.zh``,
 ``src_vocab.txt`` and ``trg_vocab.txt`` instead of the SentencePiece files, and its encoder also emits
 ``semantic_bias.{i}`` float [batch, 1, d_model] per decoder layer (the embedding-augmentation term that layer adds
@@ -143,7 +143,7 @@ class Manifest:
     training: dict[str, Any] = field(default_factory=dict)
     tools: dict[str, str] = field(default_factory=dict)
     licence: str = ""
-    family: str = FAMILY_MARIAN  # which handler.families module reads the bundle
+    family: str = FAMILY_MARIAN  # which handler.model.families module reads the bundle
     tokenizer: dict[str, Any] = field(default_factory=dict)  # per family (csanmt: file names, unknown id, versions)
     decoding: dict[str, Any] = field(default_factory=dict)  # per family (csanmt: length penalty, maximum length)
 

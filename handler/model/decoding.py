@@ -24,7 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
-from handler.bundle import ModelSpec
+from handler.model.bundle import ModelSpec
 
 # transformers' beam search marks hypotheses that may not be chosen by adding this; keeping the same constant
 # keeps the float32 arithmetic (and therefore the choices) identical
@@ -32,7 +32,7 @@ EXCLUDED = np.float32(-1.0e9)
 
 
 class StepModel(Protocol):
-    """What the searches need from a model (``handler.onnx_model.OnnxMarian`` is the real one).
+    """What the searches need from a model (``handler.model.sessions.OnnxMarian`` is the real one).
 
     Every array in the ``cross`` and ``past`` lists has the batch row on axis 0.
     """

@@ -3,7 +3,7 @@
 ``load_bundle`` refuses a bundle that is not exactly what its ``manifest.json`` describes (format version, model
 family, every listed file present with its size and sha256, the files the runtime needs listed), with a message
 that names the file, what was expected and found, and how to rebuild the bundle. ``load_model`` builds on it: the
-manifest's family (``handler.families``; absent = Marian) gives the tokenizer, the graph contract the sessions are
+manifest's family (``handler.model.families``; absent = Marian) gives the tokenizer, the graph contract the sessions are
 checked against and the decoding protocol, and the returned ``LoadedModel`` records in ``timings`` how long each
 part of the cold start took.
 """
@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from handler import bundle
-from handler.batching import pad_batch
-from handler.bundle import Manifest, ModelSpec
 from handler.config import ENV_BUNDLE_DIR, RuntimeConfig
 from handler.errors import BundleError
-from handler.families import family_named
-from handler.families.base import Decoding, ModelFamily, SearchRequest, Tokenizer
-from handler.memory import release_free_heap
-from handler.onnx_model import OnnxEncoderDecoder
+from handler.model import bundle
+from handler.model.batching import pad_batch
+from handler.model.bundle import Manifest, ModelSpec
+from handler.model.families import family_named
+from handler.model.families.base import Decoding, ModelFamily, SearchRequest, Tokenizer
+from handler.model.memory import release_free_heap
+from handler.model.sessions import OnnxEncoderDecoder
 
 T = TypeVar("T")
 
@@ -201,7 +201,7 @@ def load_model(config: RuntimeConfig) -> LoadedModel:
         bundle_dir=bundle_dir, manifest=manifest, family=family, tokenizer=tokenizer, model=model, decoding=decoding
     )
     warm_up(loaded, config.beam_size)
-    release_free_heap()  # what loading and warming freed (handler.memory)
+    release_free_heap()  # what loading and warming freed (handler.model.memory)
     warmed = time.perf_counter()
     loaded.timings = {
         "check_s": round(hash_s, 4),

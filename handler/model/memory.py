@@ -1,13 +1,13 @@
 """Give the heap memory a translation freed back to the system (glibc's ``malloc_trim``).
 
-Without ONNX Runtime's CPU arena (``handler.onnx_model``), every decoder step mallocs its key/value caches and
+Without ONNX Runtime's CPU arena (``handler.model.sessions``), every decoder step mallocs its key/value caches and
 logits and frees them again. glibc keeps freed memory inside the process: the RSS after a request stays near its
 peak although the memory is free. ``release_free_heap`` returns it once the RSS has grown by more than
 ``RETAIN_BYTES`` since the last trim: the loader calls it after the warm-up, the service after each request.
 
 Measured (2 threads, 1 December 2026): the opus-mt-zh-en-sized bundle's RSS after load 236 -> 195 MB; the
 default bundle's after 20 requests of 1 to 9 dev sentences 160 -> 131 MB with a trim after every one (103 MB with
-this policy once script detection stopped loading OpenCC, ``handler.script_conversion``). A trim took 5 ms on
+this policy once script detection stopped loading OpenCC, ``handler.text.script_conversion``). A trim took 5 ms on
 average there (10 ms at most), so it runs only once the RSS has grown by ``RETAIN_BYTES`` since the last one
 (reading the RSS takes microseconds).
 Elsewhere than glibc (musl, macOS) both calls are absent and nothing is done.

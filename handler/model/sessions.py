@@ -1,7 +1,7 @@
 """The two ONNX Runtime sessions of a bundle (encoder, one-step decoder) behind a small numpy interface.
 
-One wrapper serves every model family: the family's ``GraphContract`` (``handler.families``) names the graphs'
-inputs and outputs, the shapes are the contract in ``handler/bundle.py``. The encoder's per-sentence outputs (the
+One wrapper serves every model family: the family's ``GraphContract`` (``handler.model.families``) names the graphs'
+inputs and outputs, the shapes are the contract in ``handler/model/bundle.py``. The encoder's per-sentence outputs (the
 "cross" list: cross-attention keys and values, and whatever else the family's decoder takes) travel in the
 contract's order; the self-attention cache travels per layer, key before value: ``[key.0, value.0, key.1, ...]``.
 Axis 0 of every array is the batch row, so a search can reorder or drop rows with ``np.take(array, rows, axis=0)``.
@@ -38,11 +38,11 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # must precede the first on
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
-from handler import bundle  # noqa: E402
-from handler.bundle import ModelSpec  # noqa: E402
 from handler.errors import BundleError  # noqa: E402
-from handler.families import marian  # noqa: E402
-from handler.families.base import GraphContract  # noqa: E402
+from handler.model import bundle  # noqa: E402
+from handler.model.bundle import ModelSpec  # noqa: E402
+from handler.model.families import marian  # noqa: E402
+from handler.model.families.base import GraphContract  # noqa: E402
 
 PROVIDERS = ["CPUExecutionProvider"]
 LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal

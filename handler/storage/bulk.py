@@ -23,7 +23,7 @@ therefore translated in parts, by as many concurrent invocations as the platform
    planning time, so the output is written exactly once even when two invocations finish the last parts
    together; the manifest's ``status`` becomes ``complete``.
 
-Each part is translated exactly as ``handler.file_translation.translate_text`` translates a file, so the output
+Each part is translated exactly as ``handler.storage.files.translate_text`` translates a file, so the output
 equals ``translate_in_parts`` (the same parts translated one after another in one process) byte for byte.
 """
 
@@ -41,7 +41,8 @@ from urllib.parse import quote
 
 from handler.config import ENV_MAX_FILE_BYTES, RuntimeConfig
 from handler.errors import RequestTooLargeError, TranslatorError
-from handler.file_translation import (
+from handler.service import TranslationService
+from handler.storage.files import (
     META_BUNDLE_HASH,
     META_MODEL,
     META_SOURCE_BUCKET,
@@ -49,12 +50,12 @@ from handler.file_translation import (
     META_SOURCE_KEY,
     UploadRefusedError,
     decode_text,
+    format_for,
     handle_upload,
     plan_output,
     translate_text,
 )
-from handler.object_store import ObjectRef, VersionedStore
-from handler.service import TranslationService
+from handler.storage.object_store import ObjectRef, VersionedStore
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,6 @@ DONE_SUFFIX = ".en"
 META_JOB = "bulk-job"
 META_PARTS = "bulk-parts"
 JSON_CONTENT_TYPE = "application/json"
-MARKUP_SUFFIXES = (".html", ".htm", ".md", ".markdown")  # their structure is not cut at blank lines
 MAX_SWAP_ATTEMPTS = 50
 
 # where a text may be cut, coarsest first: blank-line runs (paragraphs), line breaks, after a sentence end
@@ -255,7 +255,7 @@ def handle_object_event(
 
     Objects under ``TRANSLATE_WORK_PREFIX`` are the fan-out's own: parts are translated, the rest (manifests, part
     results) ignored. A plain-text upload over ``TRANSLATE_PART_CHARS`` characters is planned into parts; anything
-    else takes the one-invocation path of ``handler.file_translation.handle_upload``.
+    else takes the one-invocation path of ``handler.storage.files.handle_upload``.
     """
     try:
         result = _fan_out(store, source, service, config, deadline)
@@ -279,7 +279,8 @@ def _fan_out(
             return {"source": str(source), "status": "ignored", "reason": "a fan-out object that is not a part"}
         layout = JobLayout.of(source.scheme, source.bucket, config.work_prefix, match["job"])
         return translate_part(store, layout, int(match["index"]), service, deadline=deadline)
-    if config.part_chars and not source.key.lower().endswith(MARKUP_SUFFIXES):
+    # only plain text is cut at blank lines (markup's structure is not): files.format_for is the one suffix table
+    if config.part_chars and format_for(source.key) == "text":
         try:
             plan_output(source, config)
             size = store.size(source)

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from handler.errors import InvalidRequestError
-from handler.object_store import ObjectRef
+from handler.storage.object_store import ObjectRef
 
 logger = logging.getLogger(__name__)
 

@@ -35,8 +35,8 @@ from handler.errors import (
     RequestTooLargeError,
     TranslatorError,
 )
-from handler.object_store import ObjectRef, ObjectStore
 from handler.service import TranslateOptions, TranslationService
+from handler.storage.object_store import ObjectRef, ObjectStore
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ META_SOURCE_ENCODING = "source-encoding"
 META_MODEL = "model"
 META_BUNDLE_HASH = "bundle-hash"
 
-# uploads translated as markup rather than plain text, by file name suffix (lower-cased)
+# the one suffix -> format table (lower-cased), for single files and the fan-out alike: markup is translated whole
 MARKUP_SUFFIXES = {".html": "html", ".htm": "html", ".xhtml": "html", ".md": "markdown", ".markdown": "markdown"}
 
 # byte-order marks, longest first (the UTF-32 LE mark begins with the UTF-16 LE one)

@@ -10,7 +10,7 @@ servers, ``STORAGE_EMULATOR_HOST`` for a Cloud Storage emulator.
 
 Each request is one attempt bounded by ``StoreTimeouts`` (connect 3 s, read 10 s: a stalled server fails the
 attempt instead of the whole invocation); the SDKs' own retries are off, and ``transient(error)`` says which
-failures ``handler.storage_retry.RetryingStore`` may retry within the invocation's deadline.
+failures ``handler.storage.retry.RetryingStore`` may retry within the invocation's deadline.
 """
 
 from __future__ import annotations

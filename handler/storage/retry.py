@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from handler.errors import StorageError
-from handler.object_store import OUTPUT_CONTENT_TYPE, ObjectRef, VersionedObject, VersionedStore
+from handler.storage.object_store import OUTPUT_CONTENT_TYPE, ObjectRef, VersionedObject, VersionedStore
 
 logger = logging.getLogger(__name__)
 

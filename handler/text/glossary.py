@@ -1,7 +1,7 @@
 """Glossaries: Chinese terms and the English each must become, from a request or a deployment's file.
 
 A glossary maps each source term (it must hold a Chinese character) to its target term; every occurrence of a
-source term in a text yields the target term in the translation (``handler.spans`` carries it as a protected
+source term in a text yields the target term in the translation (``handler.text.spans`` carries it as a protected
 span). A request's glossary (``"glossary": {"人工智能": "artificial intelligence"}``) is merged over the
 deployment's (``TRANSLATE_GLOSSARY_FILE``, also used for file events): for a term in both, the request wins.
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from handler.errors import ConfigurationError, InvalidRequestError
-from handler.spans import has_chinese
+from handler.text.spans import has_chinese
 
 MAX_REQUEST_TERMS = 200
 MAX_FILE_TERMS = 10_000

@@ -2,7 +2,7 @@
 
 ``parse_markup(text, format)`` cuts a document into **blocks** of translatable text and a layout that rebuilds it.
 Inside a block every piece of inline markup (a tag, an entity, inline code, emphasis markers, a link's target) is
-one private-use character (``handler.spans.MARKUP_*``): the translation pipeline protects those like any span, so
+one private-use character (``handler.text.spans.MARKUP_*``): the translation pipeline protects those like any span, so
 they come back exactly once and in order, and ``MarkupDocument.rebuild`` puts the original markup back. Whatever
 is not in a block (block-level tags, code, the Markdown line syntax) is copied from the source unchanged.
 
@@ -30,7 +30,7 @@ from html.parser import HTMLParser
 from itertools import count
 
 from handler.errors import InvalidRequestError
-from handler.spans import MARKUP_CLOSE, MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE, has_chinese
+from handler.text.spans import MARKUP_CLOSE, MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE, has_chinese
 
 FORMATS = ("text", "html", "markdown")
 

@@ -2,7 +2,7 @@
 
 A model translating ``1.25亿元`` has to multiply, and small models get it wrong ("1.25 billion", "125 yuan").
 ``find_amounts`` finds such numbers and says what English they are, so the service can put that English in the
-output as a protected span (``handler.spans``):
+output as a protected span (``handler.text.spans``):
 
 * amounts: ``3万`` -> ``30,000``; ``1.25亿元`` -> ``125 million yuan``; ``5万亿美元`` -> ``5 trillion US dollars``;
   ``2.5千`` -> ``2,500``; ``800元`` -> ``800 yuan``. Below a million the amount is written in full with thousands

@@ -2,9 +2,9 @@
 
 ``find_spans`` finds, in one segment of Chinese text, the pieces a model must not translate: URLs, e-mail
 addresses, @mentions and #hashtags, file paths, code in backticks, emoji, numbers written with digits, Latin-script
-words and identifiers, markup (the private-use characters ``handler.markup`` puts where inline tags were), plus
-two kinds whose English is known in advance: numbers with a Chinese unit (``handler.numbers``: ``3万`` ->
-``30,000``) and glossary terms (``handler.glossary``). Verbatim spans separated only by spaces (``iPhone 15 Pro``,
+words and identifiers, markup (the private-use characters ``handler.text.markup`` puts where inline tags were), plus
+two kinds whose English is known in advance: numbers with a Chinese unit (``handler.text.numbers``: ``3万`` ->
+``30,000``) and glossary terms (``handler.text.glossary``). Verbatim spans separated only by spaces (``iPhone 15 Pro``,
 ``pip install numpy``) form one **unit**; a converted span is a unit of its own.
 
 ``translate_protected`` translates segments with a caller's batch translator, in four rounds at most:
@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from handler.numbers import find_amounts
+from handler.text.numbers import find_amounts
 
 TranslateBatch = Callable[[Sequence[str]], list[str]]
 
@@ -57,7 +57,7 @@ class SpanKind(StrEnum):
     MARKUP = "markup"
 
 
-# --- markup characters: handler.markup replaces each inline tag or entity with one of these ---------------------
+# --- markup characters: handler.text.markup replaces each inline tag or entity with one of these ---------------------
 MARKUP_OPEN = 0xF0000  # an opening tag: glued to the text after it
 MARKUP_CLOSE = 0xF8000  # a closing tag: glued to the text before it
 MARKUP_STANDALONE = 0x100000  # a void tag, an entity, a comment

@@ -16,13 +16,13 @@ URL="http://$HOST:$PORT/"
 
 # A watcher in the background waits for GET /healthz and says what it reports about the cold start; the server
 # then replaces this shell (same process id, which the watcher follows), so Ctrl+C reaches it directly. What it
-# prints are JSON lines of logger handler.run in the format of every other line (handler/access_log.py), each with
+# prints are JSON lines of logger handler.run in the format of every other line (handler/api/access_log.py), each with
 # an "event": "starting", then "ready" (url, model, bundle, cold_start timings) or "start_failed" (code, reason,
 # status); the "message" says the same for a person.
 "$VENV/bin/python" - "$URL" "$$" <<'PY' &
 import json, logging, os, sys, time, urllib.error, urllib.request
 
-from handler.access_log import configure_logging
+from handler.api.access_log import configure_logging
 
 url, server = sys.argv[1], int(sys.argv[2])
 configure_logging()
@@ -75,5 +75,5 @@ log.info(
 PY
 # glibc gives each of the server's threads its own heap unless told otherwise (8 threads: worker RSS ~167 -> ~125 MB)
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
-# functions-framework's server with a keep-alive longer than any client's idle timeout (handler/gunicorn_server.py)
-exec "$VENV/bin/python" -m handler.gunicorn_server --source main.py --target translate_http --host "$HOST" --port "$PORT"
+# functions-framework's server with a keep-alive longer than any client's idle timeout (handler/adapters/gunicorn_server.py)
+exec "$VENV/bin/python" -m handler.adapters.gunicorn_server --source main.py --target translate_http --host "$HOST" --port "$PORT"

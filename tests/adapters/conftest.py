@@ -29,9 +29,9 @@ from typing import Any, Protocol
 
 import pytest
 
-from handler.bundle import ENCODER_ONNX
+from handler.coldstart import Startup, start
 from handler.config import RuntimeConfig
-from handler.startup import Startup, start
+from handler.model.bundle import ENCODER_ONNX
 from tests.adapters.lambda_runtime_api import LambdaRuntimeApi
 from tests.events import API_GATEWAY_V1, API_GATEWAY_V2, FUNCTION_URL, load_event
 
@@ -132,10 +132,10 @@ def environment(variables: Mapping[str, str]) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def entry_modules(adapter_env: dict[str, str]) -> dict[str, ModuleType]:
-    """``handler.aws_lambda`` and ``handler.gcp`` imported (cold start included) with the test configuration."""
+    """``handler.adapters.aws_lambda`` and ``handler.adapters.gcp`` imported (cold start included), test settings."""
     with environment(adapter_env):
         modules = {}
-        for name in ("handler.aws_lambda", "handler.gcp"):
+        for name in ("handler.adapters.aws_lambda", "handler.adapters.gcp"):
             if name in sys.modules:
                 modules[name] = importlib.reload(sys.modules[name])
             else:
@@ -186,7 +186,7 @@ def start_functions_framework(target: str, env: dict[str, str], log_dir: Path) -
     command = [  # functions-framework's server as make run and the Cloud Run image start it
         str(BIN / "python"),
         "-m",
-        "handler.gunicorn_server",
+        "handler.adapters.gunicorn_server",
         "--source",
         "main.py",
         "--target",
@@ -216,8 +216,8 @@ def functions_framework_url(adapter_env: dict[str, str], tmp_path_factory: pytes
 
 @pytest.fixture(scope="session")
 def local_server_url(startup: Startup) -> Iterator[str]:
-    from handler.http_api import HttpApi
-    from handler.local_server import make_server
+    from handler.adapters.local_server import make_server
+    from handler.api.router import HttpApi
 
     server = make_server(HttpApi(startup), "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -237,7 +237,7 @@ class RicFunction:
 def start_ric_function(env: dict[str, str], log_dir: Path) -> RicFunction:
     api = LambdaRuntimeApi().start()
     variables = subprocess_env({**env, "AWS_LAMBDA_RUNTIME_API": api.address})
-    command = [sys.executable, "-m", "awslambdaric", "handler.aws_lambda.lambda_handler"]
+    command = [sys.executable, "-m", "awslambdaric", "handler.adapters.aws_lambda.lambda_handler"]
     server = ServerProcess(command, variables, log_dir / f"awslambdaric-{uuid.uuid4().hex[:6]}.log")
     return RicFunction(api, server)
 
@@ -276,7 +276,7 @@ def s3_client(moto_endpoint: str) -> Any:
 def ric_function(
     adapter_env: dict[str, str], moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RicFunction]:
-    """``python -m awslambdaric handler.aws_lambda.lambda_handler`` with S3 pointed at the moto server."""
+    """``python -m awslambdaric handler.adapters.aws_lambda.lambda_handler`` with S3 pointed at the moto server."""
     function = start_ric_function(
         {**adapter_env, **AWS_TEST_ENV, "AWS_ENDPOINT_URL_S3": moto_endpoint}, tmp_path_factory.mktemp("ric")
     )
@@ -388,7 +388,7 @@ def reply_from_proxy_response(response: Mapping[str, Any]) -> Reply:
 
 
 class LambdaEventClient:
-    """Calls ``handler.aws_lambda.lambda_handler`` in this process with API Gateway / Function URL events."""
+    """Calls ``handler.adapters.aws_lambda.lambda_handler`` in this process with API Gateway / Function URL events."""
 
     def __init__(self, kind: str, handler: Any) -> None:
         self.name = kind
@@ -431,7 +431,7 @@ def build_client(name: str, request: pytest.FixtureRequest) -> HttpClient:
     if name == "awslambdaric":
         return RicClient(request.getfixturevalue("ric_function"))
     modules = request.getfixturevalue("entry_modules")
-    return LambdaEventClient(name, modules["handler.aws_lambda"].lambda_handler)
+    return LambdaEventClient(name, modules["handler.adapters.aws_lambda"].lambda_handler)
 
 
 @pytest.fixture(params=HTTP_ADAPTERS)

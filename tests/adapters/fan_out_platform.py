@@ -3,8 +3,9 @@
 AWS runs the fan-out with S3 event notifications (an ``ObjectCreated`` event for every part object written under
 ``TRANSLATE_WORK_PREFIX``) and asynchronous invocations that are retried when they fail. Here:
 
-* ``Workers`` starts N real function processes (``python -m awslambdaric handler.aws_lambda.lambda_handler``, each
-  behind its own local Lambda Runtime API), all pointed at the same S3-protocol server;
+* ``Workers`` starts N real function processes
+  (``python -m awslambdaric handler.adapters.aws_lambda.lambda_handler``, each behind its own local Lambda Runtime
+  API), all pointed at the same S3-protocol server;
 * ``Workers.deliver`` hands S3 events to whichever process is free, concurrently, like Lambda's event queue, and
   re-delivers an event whose invocation failed (``retries`` times at most), as asynchronous invocation does;
 * ``s3_event`` builds the notification S3 sends for an object (key URL-encoded as S3 does).

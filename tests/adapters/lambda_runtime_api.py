@@ -1,6 +1,6 @@
 """A small implementation of the AWS Lambda Runtime API (version 2018-06-01) on loopback, for tests.
 
-The real runtime interface client (``python -m awslambdaric handler.aws_lambda.lambda_handler``) talks to it
+The real runtime interface client (``python -m awslambdaric handler.adapters.aws_lambda.lambda_handler``) talks to it
 exactly as it talks to Lambda: it long-polls ``GET /2018-06-01/runtime/invocation/next`` for an event and posts
 the handler's result to ``.../invocation/{id}/response`` or ``.../invocation/{id}/error``; an initialisation
 failure goes to ``/2018-06-01/runtime/init/error``. Protocol:

@@ -1,4 +1,4 @@
-"""The access log and request ids (``handler.access_log``), read from the real output of functions-framework as
+"""The access log and request ids (``handler.api.access_log``), read from the real output of functions-framework as
 ``make run`` starts it: one JSON line per request with id, route, status, sizes and time; the caller's
 ``X-Request-Id`` (or the platform's trace id) kept and returned; a secret sentence sent every way a request can carry
 text (our API, the drop-in APIs, the query string, a path, an error) never reaches the log, and does with
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from handler.http_api import HttpApi, HttpRequest
-from handler.startup import Startup
+from handler.api.router import HttpApi, HttpRequest
+from handler.coldstart import Startup
 from tests.adapters.conftest import RealHttpClient, Reply, ServerProcess, function_env, start_functions_framework
 
 pytestmark = pytest.mark.slow
@@ -151,7 +151,7 @@ def test_lambda_events_use_the_platforms_request_id(entry_modules: dict[str, Any
 
     event = http_event(API_GATEWAY_V2, "GET", "/healthz", {}, b"")
     event["requestContext"]["requestId"] = "JKJaXmPLvHcESHA="
-    reply = reply_from_proxy_response(entry_modules["handler.aws_lambda"].lambda_handler(event, None))
+    reply = reply_from_proxy_response(entry_modules["handler.adapters.aws_lambda"].lambda_handler(event, None))
     assert reply.headers["x-request-id"] == "JKJaXmPLvHcESHA="
 
 
@@ -161,7 +161,7 @@ def test_an_unexpected_error_logs_its_traceback_and_answers_without_it(
     # GIVEN a service that fails unexpectedly, with the JSON lines handler on stderr
     import logging
 
-    from handler.access_log import JsonLinesFormatter
+    from handler.api.access_log import JsonLinesFormatter
 
     api = HttpApi(startup)
 
@@ -182,7 +182,7 @@ def test_an_unexpected_error_logs_its_traceback_and_answers_without_it(
     for leak in ("Traceback", "File ", ".py", "boom", "RuntimeError"):
         assert leak not in response.body_text()
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
-    failure = next(line for line in lines if line["logger"] == "handler.http_api")
+    failure = next(line for line in lines if line["logger"] == "handler.api.router")
     assert failure["request_id"] == "r-500" and "Traceback" in failure["exception"] and "boom" in failure["exception"]
     access = next(line for line in lines if line["logger"] == "handler.access")
     assert access["status"] == 500 and access["severity"] == "ERROR" and access["error_code"] == "internal_error"

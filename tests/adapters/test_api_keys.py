@@ -1,4 +1,4 @@
-"""API keys (``handler.api_keys``) through functions-framework as ``make run`` starts it, keys from both
+"""API keys (``handler.api.keys``) through functions-framework as ``make run`` starts it, keys from both
 ``TRANSLATE_API_KEYS`` and ``TRANSLATE_API_KEYS_FILE``: 401 with the JSON error shape and ``WWW-Authenticate``
 without a valid key, every accepted way of presenting one, the precedence between them, the drop-in APIs' own
 key fields, the open routes (page, health, description) saying a key is required without showing it, and the
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from handler import api_keys
-from handler.api_keys import ApiKeys, presented_key, read_key_file
+from handler.api import keys as api_keys
+from handler.api.keys import ApiKeys, presented_key, read_key_file
+from handler.coldstart import start
 from handler.config import ENV_API_KEYS_FILE, RuntimeConfig
 from handler.errors import ConfigurationError
-from handler.startup import start
 from tests.adapters.conftest import RealHttpClient, function_env, start_functions_framework
 
 pytestmark = pytest.mark.slow

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from handler.file_translation import translate_text
-from handler.startup import Startup
+from handler.coldstart import Startup
+from handler.storage.files import translate_text
 from tests.adapters.conftest import REPO_ROOT, RealHttpClient, ServerProcess, free_port, subprocess_env
 
 pytestmark = pytest.mark.slow

@@ -26,9 +26,9 @@ import deepl
 import pytest
 from libretranslatepy import LibreTranslateAPI
 
-from handler.http_api import HttpApi
-from handler.local_server import make_server
-from handler.startup import Startup, start
+from handler.adapters.local_server import make_server
+from handler.api.router import HttpApi
+from handler.coldstart import Startup, start
 from tests.adapters.conftest import MAX_CHARS, RicFunction, http_event, reply_from_proxy_response
 from tests.events import API_GATEWAY_V1, FUNCTION_URL
 
@@ -110,7 +110,7 @@ def base_url(request: pytest.FixtureRequest, fronts: dict[str, ThreadingHTTPServ
         if name == FUNCTION_URL:
             fronts[name] = lambda_front(_ric_invoke(request.getfixturevalue("ric_function")), FUNCTION_URL)
         else:
-            handler = request.getfixturevalue("entry_modules")["handler.aws_lambda"].lambda_handler
+            handler = request.getfixturevalue("entry_modules")["handler.adapters.aws_lambda"].lambda_handler
             fronts[name] = lambda_front(lambda event: handler(event, None), API_GATEWAY_V1)
         _serve(fronts[name])
     return f"http://127.0.0.1:{fronts[name].server_address[1]}/"

@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from handler.http_api import HttpApi, HttpRequest, HttpResponse
-from handler.startup import Startup
+from handler.api.router import HttpApi, HttpRequest, HttpResponse
+from handler.coldstart import Startup
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 

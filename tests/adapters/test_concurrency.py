@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from handler.coldstart import Startup
 from handler.service import TranslationService
-from handler.startup import Startup
 from tests.adapters.conftest import MAX_CHARS, MAX_TEXTS
 from tests.fixture_corpus import fixture_pairs
 

@@ -15,10 +15,10 @@ from urllib.parse import quote_plus
 
 import pytest
 
+from handler.api.router import INTERNAL_ERROR_MESSAGE, HttpApi, HttpRequest
+from handler.coldstart import Startup
 from handler.errors import InvalidRequestError
-from handler.file_translation import translate_text
-from handler.http_api import INTERNAL_ERROR_MESSAGE, HttpApi, HttpRequest
-from handler.startup import Startup
+from handler.storage.files import translate_text
 from tests.adapters.conftest import (
     AWS_TEST_ENV,
     RicClient,
@@ -201,7 +201,7 @@ class ServiceWithABug:
 
 def test_an_unexpected_error_is_500_without_internals(startup: Startup, caplog: pytest.LogCaptureFixture) -> None:
     api = HttpApi(Startup(startup.config, ServiceWithABug(startup.service), None, 0.0))  # type: ignore[arg-type]
-    with caplog.at_level(logging.ERROR, logger="handler.http_api"):
+    with caplog.at_level(logging.ERROR, logger="handler.api.router"):
         response = api.handle(
             HttpRequest.create("POST", "/translate", {"content-type": "application/json"}, b'{"text": "\xe4\xbd\xa0"}')
         )
@@ -213,13 +213,13 @@ def test_an_unexpected_error_is_500_without_internals(startup: Startup, caplog: 
 
 def test_lambda_handler_names_the_supported_events(entry_modules: dict[str, Any]) -> None:
     with pytest.raises(InvalidRequestError, match=r"unsupported event: expected an API Gateway"):
-        entry_modules["handler.aws_lambda"].lambda_handler({"detail-type": "Scheduled Event"}, None)
+        entry_modules["handler.adapters.aws_lambda"].lambda_handler({"detail-type": "Scheduled Event"}, None)
 
 
 def test_lambda_event_kinds_are_told_apart(entry_modules: dict[str, Any]) -> None:
     from tests.events import API_GATEWAY_V1, API_GATEWAY_V2, FUNCTION_URL
 
-    kind = entry_modules["handler.aws_lambda"].event_kind
+    kind = entry_modules["handler.adapters.aws_lambda"].event_kind
     assert [kind(load_event(name)) for name in (API_GATEWAY_V1, API_GATEWAY_V2, FUNCTION_URL, S3_OBJECT_CREATED)] == [
         "api_gateway_v1",
         "api_gateway_v2",
@@ -232,7 +232,7 @@ def test_sample_events_translate_as_delivered(entry_modules: dict[str, Any]) -> 
     # the sample events exactly as stored (v1 through a stage, v2, a base64 Function URL body) all translate
     from tests.events import API_GATEWAY_V1, API_GATEWAY_V2, FUNCTION_URL
 
-    handler = entry_modules["handler.aws_lambda"].lambda_handler
+    handler = entry_modules["handler.adapters.aws_lambda"].lambda_handler
     translations = set()
     for name in (API_GATEWAY_V1, API_GATEWAY_V2, FUNCTION_URL):
         response = handler(load_event(name), None)
@@ -247,7 +247,7 @@ def test_http_api_stage_prefix_is_stripped(entry_modules: dict[str, Any]) -> Non
     event = load_event(API_GATEWAY_V2)
     event["requestContext"]["stage"] = "prod"
     event["rawPath"] = "/prod/translate"
-    response = entry_modules["handler.aws_lambda"].lambda_handler(event, None)
+    response = entry_modules["handler.adapters.aws_lambda"].lambda_handler(event, None)
     assert response["statusCode"] == 200, response
 
 
@@ -256,13 +256,13 @@ def test_invalid_base64_body_is_400(entry_modules: dict[str, Any]) -> None:
 
     event = load_event(FUNCTION_URL)
     event["body"] = "not base64 at all!"
-    response = entry_modules["handler.aws_lambda"].lambda_handler(event, None)
+    response = entry_modules["handler.adapters.aws_lambda"].lambda_handler(event, None)
     assert response["statusCode"] == 400 and "base64" in json.loads(response["body"])["error"]["message"]
 
 
 def test_cold_start_happened_at_import(entry_modules: dict[str, Any]) -> None:
-    from handler import runtime
+    from handler import coldstart
 
-    report = runtime.cold_start_report()
+    report = coldstart.cold_start_report()
     assert report["warm"] is True
     assert all(isinstance(report[name], float) for name in ("import_s", "load_s", "warmup_s"))

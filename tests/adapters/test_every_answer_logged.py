@@ -4,8 +4,9 @@ Requests an adapter refuses before the HTTP surface reads them: a Lambda event w
 says, or whose fields are of the wrong type; the local server's Content-Length that is not a number, a method it
 has no handler for, a request line it cannot parse, a header line too long; the paths functions-framework answers
 itself (``/robots.txt``, ``/favicon.ico``). Each answer carries a request id, the security headers and a JSON
-error, and its access line (the real adapters: ``handler.aws_lambda``'s entry point, ``handler.local_server``'s
-server on loopback, ``make run``'s functions-framework server) has the id, route, status and sizes, never the text.
+error, and its access line (the real adapters: ``handler.adapters.aws_lambda``'s entry point,
+``handler.adapters.local_server``'s server on loopback, ``make run``'s functions-framework server) has the id, route,
+status and sizes, never the text.
 Bound: ~15 s with the tiny bundle (one functions-framework server).
 """
 
@@ -51,7 +52,7 @@ def _assert_refusal(headers: dict[str, str], body: bytes, status: int, code: str
 def test_lambda_events_it_cannot_decode_have_their_access_line(
     entry_modules: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
-    lambda_handler = entry_modules["handler.aws_lambda"].lambda_handler
+    lambda_handler = entry_modules["handler.adapters.aws_lambda"].lambda_handler
     # a Function URL event whose body is not the base64 it says
     bad_base64 = http_event(FUNCTION_URL, "POST", "/translate", {"X-Request-Id": "lambda-bad-base64"}, b"")
     bad_base64.update(body="%%%not-base64", isBase64Encoded=True)

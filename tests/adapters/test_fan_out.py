@@ -1,6 +1,6 @@
 """Bulk translation across invocations, end to end on loopback: moto's S3 server, several real function processes
-(``awslambdaric`` running ``handler.aws_lambda.lambda_handler``) and a platform that delivers the parts' events in
-random order, retries a failed invocation and delivers duplicates (``tests/adapters/fan_out_platform.py``).
+(``awslambdaric`` running ``handler.adapters.aws_lambda.lambda_handler``) and a platform that delivers the parts'
+events in random order, retries a failed invocation and delivers duplicates (``tests/adapters/fan_out_platform.py``).
 
 The output must equal the single-process translation of the same parts byte for byte, be written exactly once
 (the output bucket is versioned: one version), and the manifest must record every part as done.
@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-from handler.bulk import (
+from handler.coldstart import Startup
+from handler.service import TranslateOptions
+from handler.storage.bulk import (
     MANIFEST_NAME,
     JobLayout,
     assemble,
@@ -28,8 +30,8 @@ from handler.bulk import (
     translate_in_parts,
     translate_part,
 )
-from handler.object_store import GcsStore, ObjectRef, S3Store
-from handler.startup import Startup
+from handler.storage.files import translate_text
+from handler.storage.object_store import GcsStore, ObjectRef, S3Store
 from tests.adapters.conftest import AWS_TEST_ENV, start_functions_framework
 from tests.adapters.fan_out_platform import WORK_PREFIX, Workers, part_events, s3_event
 from tests.adapters.test_entry_processes import post
@@ -153,6 +155,32 @@ def test_small_file_keeps_the_one_invocation_path(workers: Workers, s3_client: A
     assert delivery.payload["results"][0]["status"] == "translated"
     keys = [item["Key"] for item in s3_client.list_objects_v2(Bucket=output, Prefix=WORK_PREFIX).get("Contents", [])]
     assert not any("short" in k for k in keys)
+
+
+@pytest.mark.parametrize("name", ["page.html", "page.xhtml", "notes.md"])
+def test_a_large_markup_upload_is_translated_whole_with_its_markup(s3_client: Any, startup: Startup, name: str) -> None:
+    # The fan-out cuts plain text at blank lines only; it kept its own list of markup suffixes, which lacked .xhtml,
+    # so a large .xhtml upload was split into parts translated as plain text while a small one was HTML.
+    bucket = f"markup-{uuid.uuid4().hex[:10]}"
+    s3_client.create_bucket(Bucket=bucket)
+    s3_client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    store, service = S3Store(s3_client), startup.require_service()
+    config = startup.config.with_overrides(part_chars=PART_CHARS)
+    paragraphs = [pair.zh for pair in fixture_pairs()][:80]
+    if name.endswith("html"):
+        text = "<html><body>\n" + "".join(f'<p title="{p}">{p}</p>\n\n' for p in paragraphs) + "</body></html>\n"
+    else:
+        text = "".join(f"## {p}\n\n**{p}**\n\n" for p in paragraphs)
+    assert len(text) > 2 * PART_CHARS
+    s3_client.put_object(Bucket=bucket, Key=name, Body=text.encode("utf-8"))
+    # WHEN its event arrives THEN it is translated in this invocation as markup, and no part is planned
+    result = handle_object_event(store, ObjectRef("s3", bucket, name), service, config)
+    assert result["status"] == "translated"
+    assert not s3_client.list_objects_v2(Bucket=bucket, Prefix=WORK_PREFIX).get("Contents")
+    written = s3_client.get_object(Bucket=bucket, Key=f"translated/{name}")["Body"].read().decode("utf-8")
+    expected_format = "markdown" if name.endswith(".md") else "html"
+    assert written == translate_text(service, text, TranslateOptions(format=expected_format))
+    assert written.count("<p title=") == len(paragraphs) or written.count("**") == 2 * len(paragraphs)
 
 
 # --- Cloud Storage: the same path through the GCP adapter ---------------------------------------------------------

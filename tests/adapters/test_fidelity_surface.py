@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from handler.markup import skeleton
-from handler.startup import Startup
+from handler.coldstart import Startup
+from handler.text.markup import skeleton
 from tests.adapters.conftest import HttpClient
 from tests.adapters.test_cli import run_cli
 from tests.adapters.test_file_events import backend  # noqa: F401  (the S3 and Cloud Storage fixture)

@@ -18,14 +18,14 @@ from urllib.parse import quote, quote_plus, unquote
 import pytest
 from awslambdaric.lambda_context import LambdaContext
 
+from handler.coldstart import Startup
 from handler.errors import DeadlineExceededError, InvalidRequestError, ModelUnavailableError, RequestTooLargeError
-from handler.file_translation import translate_text
-from handler.object_store import OUTPUT_CONTENT_TYPE, GcsStore, S3Store
-from handler.startup import Startup
+from handler.storage.files import translate_text
+from handler.storage.object_store import OUTPUT_CONTENT_TYPE, GcsStore, S3Store
 from tests.adapters.conftest import MAX_FILE_BYTES
 
-# handler.aws_lambda and handler.gcp load the model when imported: the ``entry_modules`` fixture imports them
-# with the test configuration, and the backends take their adapter classes from there
+# handler.adapters.aws_lambda and handler.adapters.gcp load the model when imported: the ``entry_modules``
+# fixture imports them with the test configuration, and the backends take their adapter classes from there
 from tests.events import GCS_OBJECT_FINALIZED, S3_OBJECT_CREATED, load_event
 
 pytestmark = pytest.mark.slow
@@ -51,7 +51,7 @@ class S3Backend:
 
     def __init__(self, client: Any, modules: dict[str, Any]) -> None:
         self.client = client
-        self.adapter_class = modules["handler.aws_lambda"].LambdaAdapter
+        self.adapter_class = modules["handler.adapters.aws_lambda"].LambdaAdapter
 
     def adapter(self, startup: Startup) -> Any:
         return self.adapter_class(startup, S3Store(self.client))
@@ -86,7 +86,7 @@ class GcsBackend:
 
     def __init__(self, client: Any, modules: dict[str, Any]) -> None:
         self.client = client
-        self.adapter_class = modules["handler.gcp"].GcpAdapter
+        self.adapter_class = modules["handler.adapters.gcp"].GcpAdapter
 
     def adapter(self, startup: Startup) -> Any:
         return self.adapter_class(startup, GcsStore(self.client))
@@ -224,7 +224,7 @@ def test_an_object_under_the_output_prefix_is_refused(
     # GIVEN the trigger also fires for our own outputs (same bucket, key under the output prefix)
     bucket = backend.bucket()
     backend.put(bucket, "translated/a.txt", b"already English")
-    with caplog.at_level(logging.ERROR, logger="handler.file_translation"):
+    with caplog.at_level(logging.ERROR, logger="handler.storage.files"):
         result = backend.deliver(backend.adapter(startup), bucket, "translated/a.txt")
     # THEN it is refused with a logged error, not retried, and nothing is written
     assert result["status"] == "refused"

@@ -1,4 +1,4 @@
-"""The OpenAPI description (``handler.openapi``) is valid OpenAPI 3.1, served at ``GET /openapi.json`` by the real
+"""The OpenAPI description (``handler.api.openapi``) is valid OpenAPI 3.1, served at ``GET /openapi.json`` by the real
 server, and describes exactly the routes and methods the code answers: a new route or method without a
 description fails here, and so does a description of something the code does not answer.
 """
@@ -11,10 +11,10 @@ from itertools import product
 import pytest
 from openapi_spec_validator import validate
 
-from handler.compat import deepl, libretranslate
-from handler.http_api import ROUTES, HttpApi, HttpRequest
-from handler.openapi import build_document, described_operations
-from handler.startup import Startup
+from handler.api.compat import deepl, libretranslate
+from handler.api.openapi import build_document, described_operations
+from handler.api.router import ROUTES, HttpApi, HttpRequest
+from handler.coldstart import Startup
 from tests.adapters.conftest import MAX_CHARS, MAX_TEXTS, RealHttpClient
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from handler.coldstart import Startup
 from handler.service import TranslateOptions
-from handler.startup import Startup
 from tests.adapters.conftest import HttpClient
 
 pytestmark = pytest.mark.slow

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from handler.bundle import MANIFEST
 from handler.config import DEFAULT_BUNDLE_DIR
+from handler.model.bundle import MANIFEST
 from tests.adapters.conftest import function_env, start_functions_framework
 
 pytestmark = [pytest.mark.slow, pytest.mark.shipped_model]

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from handler.http_api import PAGE_SECURITY_HEADERS, SECURITY_HEADERS, HttpApi
-from handler.local_server import make_server
-from handler.startup import Startup
+from handler.adapters.local_server import make_server
+from handler.api.router import PAGE_SECURITY_HEADERS, SECURITY_HEADERS, HttpApi
+from handler.coldstart import Startup
 from tests.adapters.conftest import RealHttpClient
 
 pytestmark = pytest.mark.slow

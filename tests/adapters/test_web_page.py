@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from handler.bundle import MANIFEST
 from handler.config import DEFAULT_BUNDLE_DIR
+from handler.model.bundle import MANIFEST
 from tests.adapters.conftest import MAX_CHARS, function_env, start_functions_framework
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

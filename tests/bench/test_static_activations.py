@@ -10,9 +10,9 @@ import pytest
 from onnx import numpy_helper
 
 from bench import static_activations
-from handler import bundle
 from handler.config import RuntimeConfig
-from handler.loader import load_model
+from handler.model import bundle
+from handler.model.loader import load_model
 from handler.service import TranslateOptions, TranslationService
 
 SHIPPED = Path("model_artifacts/default")

@@ -13,8 +13,8 @@ import pytest
 
 from build.export import ExportError, export_bundle, load_checkpoint
 from build.verify import VerificationError, VerifyThresholds
-from handler import bundle
-from handler.bundle import Manifest
+from handler.model import bundle
+from handler.model.bundle import Manifest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ import pytest
 from build import verify
 from build.export import LoadedCheckpoint, load_checkpoint
 from build.onnx_graphs import export_graphs
-from handler import bundle
-from handler.decoding import greedy_search
-from handler.onnx_model import OnnxMarian
+from handler.model import bundle
+from handler.model.decoding import greedy_search
+from handler.model.sessions import OnnxMarian
 
 pytestmark = pytest.mark.slow
 

@@ -147,7 +147,7 @@ def csanmt_fp32_bundle_dir(
     """``csanmt_bundle_dir`` with its graphs replaced by the FP32 ones (single files), hashes updated."""
     import onnx
 
-    from handler import bundle
+    from handler.model import bundle
 
     out_dir = tmp_path_factory.mktemp("csanmt-fp32-bundle") / "tiny-csanmt-fp32"
     shutil.copytree(csanmt_bundle_dir, out_dir)

@@ -129,7 +129,7 @@ def test_a_missing_tokenizer_file_is_named(csanmt_tiny_dir: Path, tmp_path: Path
 
 
 def test_the_bundle_declares_family_tokenizer_and_decoding(csanmt_bundle_dir: Path, csanmt_checkpoint: Any) -> None:
-    from handler import bundle
+    from handler.model import bundle
 
     manifest = json.loads((csanmt_bundle_dir / bundle.MANIFEST).read_text(encoding="utf-8"))
     config = csanmt_checkpoint.config

@@ -38,8 +38,8 @@ def csanmt_ending_checkpoint(csanmt_ending_dir: Path) -> Any:
 
 @pytest.fixture(scope="session")
 def csanmt_ending_fp32(csanmt_ending_checkpoint: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from handler.families import csanmt
-    from handler.onnx_model import OnnxEncoderDecoder
+    from handler.model.families import csanmt
+    from handler.model.sessions import OnnxEncoderDecoder
 
     spec = csanmt_ending_checkpoint.spec
     encoder, decoder = csanmt_ending_checkpoint.export_graphs(tmp_path_factory.mktemp("csanmt-ending-fp32"))

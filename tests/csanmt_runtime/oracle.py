@@ -109,7 +109,7 @@ def _cut(ids: list[int]) -> list[int]:
 
 
 class TensorflowStepModel:
-    """modelscope's encoder and one decoding step (``inference_func``) behind ``handler.decoding.StepModel``.
+    """modelscope's encoder and one decoding step (``inference_func``) behind ``handler.model.decoding.StepModel``.
 
     ``encode`` returns modelscope's encoder output, attention bias and semantic vector; the "past" holds the
     tokens chosen so far (``inference_func`` embeds the whole prefix) and modelscope's per-layer key/value states.
@@ -118,7 +118,7 @@ class TensorflowStepModel:
     def __init__(self, model: Any, checkpoint: str) -> None:
         import tensorflow as tf
 
-        from handler.bundle import ModelSpec
+        from handler.model.bundle import ModelSpec
 
         tf1 = _tf1()
         params = model.params
@@ -218,8 +218,8 @@ class ModelscopeSearch:
 def _search(request: dict[str, Any]) -> None:
     from modelscope.models.base import Model
 
-    from handler.batching import pad_batch
-    from handler.families.csanmt.beam_search import csanmt_beam_search
+    from handler.model.batching import pad_batch
+    from handler.model.families.csanmt.beam_search import csanmt_beam_search
 
     sys.meta_path.insert(0, _EmptyModules())
     _tf1()

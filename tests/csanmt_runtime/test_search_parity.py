@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from handler.batching import pad_batch
-from handler.families.csanmt.beam_search import csanmt_beam_search, gnmt_length_penalty
+from handler.model.batching import pad_batch
+from handler.model.families.csanmt.beam_search import csanmt_beam_search, gnmt_length_penalty
 from tests.csanmt_runtime import oracle
 
 pytestmark = pytest.mark.slow

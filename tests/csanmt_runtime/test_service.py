@@ -18,17 +18,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from handler import bundle
-from handler.batching import pad_batch
-from handler.cleaning import clean_translation
 from handler.config import RuntimeConfig
 from handler.errors import BundleError
-from handler.families import csanmt
-from handler.families.csanmt.beam_search import csanmt_beam_search
-from handler.families.csanmt.tokenizer import CsanmtTokenizer
-from handler.loader import LoadedModel, load_bundle, load_model
-from handler.onnx_model import OnnxEncoderDecoder
+from handler.model import bundle
+from handler.model.batching import pad_batch
+from handler.model.families import csanmt
+from handler.model.families.csanmt.beam_search import csanmt_beam_search
+from handler.model.families.csanmt.tokenizer import CsanmtTokenizer
+from handler.model.loader import LoadedModel, load_bundle, load_model
+from handler.model.sessions import OnnxEncoderDecoder
 from handler.service import TranslateOptions, TranslationService
+from handler.text.cleaning import clean_translation
 
 pytestmark = pytest.mark.slow
 
@@ -104,7 +104,7 @@ def test_a_csanmt_bundle_needs_its_tokenizer_section(csanmt_ending_bundle_dir: P
 
 
 def test_graphs_of_another_family_are_refused(loaded: LoadedModel) -> None:
-    from handler.families import marian
+    from handler.model.families import marian
 
     spec = loaded.spec
     with pytest.raises(BundleError, match=r"does not match bundle format 1 for a marian model .*semantic_bias\.0"):
@@ -121,7 +121,7 @@ import sys
 sys.modules["jieba"] = None  # as in an image without requirements/csanmt.txt
 from handler.config import RuntimeConfig
 from handler.errors import BundleError
-from handler.loader import load_model
+from handler.model.loader import load_model
 try:
     load_model(RuntimeConfig(bundle_dir=sys.argv[1], threads=1))
 except BundleError as error:

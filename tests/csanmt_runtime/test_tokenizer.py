@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from handler.families.csanmt.tokenizer import CsanmtTokenizer
+from handler.model.families.csanmt.tokenizer import CsanmtTokenizer
 from tests.csanmt_runtime import oracle
 
 pytestmark = pytest.mark.slow
@@ -132,7 +132,7 @@ def audit(event, args):
         writes.append(os.path.abspath(os.fsdecode(args[1] if event in ("os.rename", "os.replace") else args[0])))
 
 sys.addaudithook(audit)
-from handler.families.csanmt.tokenizer import CsanmtTokenizer
+from handler.model.families.csanmt.tokenizer import CsanmtTokenizer
 folder = Path(sys.argv[1])
 files = [folder / name for name in ("bpe.zh", "src_vocab.txt", "trg_vocab.txt")]
 tokenizer = CsanmtTokenizer(*files, source_unk_id=int(sys.argv[2]))

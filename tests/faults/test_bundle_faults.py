@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from handler import bundle
 from handler.config import ENV_BUNDLE_DIR, ENV_MAX_CHARS, ENV_THREADS
+from handler.model import bundle
 from tests.faults.run_script import READY, START_FAILED, LocalRun
 
 pytestmark = pytest.mark.slow

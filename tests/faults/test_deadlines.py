@@ -16,10 +16,10 @@ from urllib.parse import quote_plus
 import pytest
 from awslambdaric.lambda_context import LambdaContext
 
+from handler.coldstart import Startup
 from handler.config import ENV_DEADLINE_MARGIN_S, ENV_EVENT_TIMEOUT_S
 from handler.errors import DeadlineExceededError
-from handler.object_store import GcsStore, S3Store
-from handler.startup import Startup
+from handler.storage.object_store import GcsStore, S3Store
 from tests.adapters.conftest import function_env, start_functions_framework
 from tests.events import GCS_OBJECT_FINALIZED, S3_OBJECT_CREATED, load_event
 
@@ -32,7 +32,7 @@ BEYOND_MARGIN_S = 0.5  # the invocation's time left beyond TRANSLATE_DEADLINE_MA
 
 
 def _s3_deliver(s3_client: Any, modules: dict[str, Any], startup: Startup, bucket: str, seconds_left: float) -> Any:
-    adapter = modules["handler.aws_lambda"].LambdaAdapter(startup, S3Store(s3_client))
+    adapter = modules["handler.adapters.aws_lambda"].LambdaAdapter(startup, S3Store(s3_client))
     event = load_event(S3_OBJECT_CREATED)
     event["Records"][0]["s3"]["bucket"]["name"] = bucket
     event["Records"][0]["s3"]["object"]["key"] = quote_plus("long.txt")
@@ -42,7 +42,8 @@ def _s3_deliver(s3_client: Any, modules: dict[str, Any], startup: Startup, bucke
 
 def _gcs_deliver(gcs_client: Any, modules: dict[str, Any], startup: Startup, bucket: str, seconds_left: float) -> Any:
     config = startup.config.with_overrides(event_timeout_s=seconds_left)  # what the deploy sets from --timeout
-    adapter = modules["handler.gcp"].GcpAdapter(Startup(config, startup.service, None, 0.0), GcsStore(gcs_client))
+    gcp = modules["handler.adapters.gcp"]
+    adapter = gcp.GcpAdapter(Startup(config, startup.service, None, 0.0), GcsStore(gcs_client))
     event = load_event(GCS_OBJECT_FINALIZED)
     event["data"].update(bucket=bucket, name="long.txt")
     return adapter.handle_storage_event(event["type"], event["data"])

@@ -27,9 +27,9 @@ from urllib.parse import quote_plus
 
 import pytest
 
-from handler.http_api import HttpApi, HttpRequest
-from handler.object_store import GcsStore, S3Store
-from handler.startup import Startup
+from handler.api.router import HttpApi, HttpRequest
+from handler.coldstart import Startup
+from handler.storage.object_store import GcsStore, S3Store
 from tests.events import GCS_OBJECT_FINALIZED, S3_OBJECT_CREATED, load_event
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -83,12 +83,12 @@ class Backend:
 
     def deliver(self, startup: Startup, bucket: str, key: str) -> Any:
         if self.scheme == "s3":
-            adapter = self.modules["handler.aws_lambda"].LambdaAdapter(startup, S3Store(self.client))
+            adapter = self.modules["handler.adapters.aws_lambda"].LambdaAdapter(startup, S3Store(self.client))
             event = load_event(S3_OBJECT_CREATED)
             event["Records"][0]["s3"]["bucket"]["name"] = bucket
             event["Records"][0]["s3"]["object"]["key"] = quote_plus(key, safe="/")  # as S3 encodes it
             return adapter.handle(event, None)["results"][0]
-        adapter = self.modules["handler.gcp"].GcpAdapter(startup, GcsStore(self.client))
+        adapter = self.modules["handler.adapters.gcp"].GcpAdapter(startup, GcsStore(self.client))
         event = load_event(GCS_OBJECT_FINALIZED)
         event["data"].update(bucket=bucket, name=key)
         return adapter.handle_storage_event(event["type"], event["data"])

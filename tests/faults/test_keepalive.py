@@ -1,7 +1,7 @@
 """`make run`'s server keeps an idle keep-alive connection open longer than gunicorn's default 2 s.
 
 A server that closes an idle connection races with a client reusing it: the request arrives as the connection
-is closed, the client gets no answer and may not retry a POST by itself (``handler/gunicorn_server.py``; the
+is closed, the client gets no answer and may not retry a POST by itself (``handler/adapters/gunicorn_server.py``; the
 race is what ``make loadtest``'s soak lost 2 requests of 20,000 to, and ``bench/keepalive_race.py`` reproduces
 it). Here a client that pauses 3.5 s between two requests on one connection (past gunicorn's default keep-alive
 plus its 1 s timer) must get both answers on that connection. Bound: ~10 s (tiny bundle start, the pause, stop).
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from handler.adapters.gunicorn_server import KEEPALIVE_ENV, KEEPALIVE_S, server_options
 from handler.errors import ConfigurationError
-from handler.gunicorn_server import KEEPALIVE_ENV, KEEPALIVE_S, server_options
 from tests.faults.run_script import READY, LocalRun
 
 PAUSE_S = 3.5  # gunicorn's default keep-alive (2 s) + its 1 s poll loop + a margin

@@ -28,11 +28,11 @@ from urllib.parse import quote_plus
 import pytest
 from awslambdaric.lambda_context import LambdaContext
 
+from handler.coldstart import Startup
 from handler.errors import StorageError
-from handler.file_translation import translate_text
-from handler.object_store import GcsStore, S3Store, StoreTimeouts, s3_client_config
-from handler.startup import Startup
-from handler.storage_retry import RetryPolicy
+from handler.storage.files import translate_text
+from handler.storage.object_store import GcsStore, S3Store, StoreTimeouts, s3_client_config
+from handler.storage.retry import RetryPolicy
 from tests.events import GCS_OBJECT_FINALIZED, S3_OBJECT_CREATED, load_event
 from tests.faults.fault_proxy import Fault, FaultProxy
 
@@ -110,7 +110,7 @@ def s3_cloud(moto_endpoint: str, entry_modules: dict[str, Any]) -> Any:
         proxy,
         direct,
         through,
-        entry_modules["handler.aws_lambda"].LambdaAdapter,
+        entry_modules["handler.adapters.aws_lambda"].LambdaAdapter,
         read_request={"methods": frozenset({"HEAD", "GET"}), "path": r"^/[^/]+/inbox/"},
         download={"methods": frozenset({"GET"}), "path": r"^/[^/]+/inbox/"},
         write_request={"methods": frozenset({"PUT"}), "path": r"^/[^/]+/translated/"},
@@ -135,7 +135,7 @@ def gcs_cloud(gcs_emulator_host: str, entry_modules: dict[str, Any]) -> Any:
         proxy,
         client(gcs_emulator_host),
         client(proxy.url),
-        entry_modules["handler.gcp"].GcpAdapter,
+        entry_modules["handler.adapters.gcp"].GcpAdapter,
         read_request={"methods": frozenset({"GET"}), "path": r"/o/inbox%2F"},
         download={"methods": frozenset({"GET"}), "path": r"/o/inbox%2F.*alt=media"},
         write_request={"methods": frozenset({"POST"}), "path": r"/upload/storage/v1/b/[^/]+/o\?"},
@@ -200,7 +200,7 @@ def test_a_transient_fault_is_retried_and_the_right_object_written(
     assert spoiled.hits == 1, cloud.proxy.requests
     assert result["status"] == "translated"
     assert cloud.objects(bucket) == {SOURCE_KEY: CHINESE.encode("utf-8"), OUTPUT_KEY: expected(startup)}
-    retries = [r.getMessage() for r in caplog.records if r.name == "handler.storage_retry"]
+    retries = [r.getMessage() for r in caplog.records if r.name == "handler.storage.retry"]
     assert len(retries) == 1 and "retrying in" in retries[0], retries
     assert handler_errors(caplog) == []
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from handler.errors import ConfigurationError, InvalidRequestError
-from handler.glossary import MAX_REQUEST_TERMS, Glossary, load_glossary
+from handler.text.glossary import MAX_REQUEST_TERMS, Glossary, load_glossary
 
 
 def test_a_request_glossary_is_validated_term_by_term() -> None:

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from handler.errors import InvalidRequestError
-from handler.markup import parse_markup, skeleton
+from handler.text.markup import parse_markup, skeleton
 
 HTML = (
     "<!DOCTYPE html><html><head><title>标题</title><style>p{color:red}</style></head>\n"

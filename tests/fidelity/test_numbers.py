@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from handler.numbers import find_amounts
+from handler.text.numbers import find_amounts
 
 CASES = [
     ("1.25亿元", "125 million yuan"),

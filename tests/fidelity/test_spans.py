@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from handler.spans import (
+from handler.text.spans import (
     MARKUP_CLOSE,
     MARKUP_OPEN,
     SpanKind,

@@ -77,9 +77,9 @@ def _measure() -> None:  # pragma: no cover - a measurement, run by hand
     import threading
     import time
 
-    from handler.http_api import HttpApi
-    from handler.local_server import make_server
-    from handler.startup import start
+    from handler.adapters.local_server import make_server
+    from handler.api.router import HttpApi
+    from handler.coldstart import start
 
     startup = start()
     server = make_server(HttpApi(startup), "127.0.0.1", 0)

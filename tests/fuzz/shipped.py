@@ -13,11 +13,11 @@ from typing import TypeVar
 
 import pytest
 
-from handler.bundle import MANIFEST
 from handler.config import DEFAULT_BUNDLE_DIR, RuntimeConfig
-from handler.loader import LoadedModel, load_model
+from handler.model.bundle import MANIFEST
+from handler.model.families.marian.tokenizer import SentencePieceTokenizer
+from handler.model.loader import LoadedModel, load_model
 from handler.service import TranslationService
-from handler.tokenizer import SentencePieceTokenizer
 
 T = TypeVar("T")
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from handler.coldstart import Startup
 from handler.errors import TranslatorError
-from handler.startup import Startup
 from tests.fuzz.settings import examples
 from tests.fuzz.shipped import NEEDS_SHIPPED_BUNDLE, shipped_config, shipped_service
 
@@ -67,7 +67,7 @@ v2_events = st.fixed_dictionaries(
 
 @pytest.fixture(scope="module")
 def adapter() -> Any:
-    from handler.aws_lambda import LambdaAdapter
+    from handler.adapters.aws_lambda import LambdaAdapter
 
     config = shipped_config(max_chars=40, beam_size=1)
     return LambdaAdapter(Startup(config, shipped_service(max_chars=40, beam_size=1), None, 0.0))

@@ -12,7 +12,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handler.cleaning import clean_translation
+from handler.text.cleaning import clean_translation
 from tests.fuzz.settings import examples
 
 WORDS = ["the", "people", "of", "China", "I", "don", "'t", "3.14", "1,000", "10:30", "a", "No", "it", "'s", "p.", "m."]

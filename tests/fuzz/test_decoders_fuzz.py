@@ -17,12 +17,12 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from handler.api.router import HttpApi, HttpRequest
+from handler.coldstart import Startup
 from handler.errors import InvalidRequestError
-from handler.events import s3_created_objects, storage_object
-from handler.file_translation import decode_text
-from handler.http_api import HttpApi, HttpRequest
-from handler.object_store import ObjectRef
-from handler.startup import Startup
+from handler.storage.events import s3_created_objects, storage_object
+from handler.storage.files import decode_text
+from handler.storage.object_store import ObjectRef
 from tests.fuzz.settings import examples
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_config, shipped_service
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from handler.http_api import HttpApi
-from handler.local_server import make_server
-from handler.segmentation import LINE_BREAKS, split_document
-from handler.startup import Startup
+from handler.adapters.local_server import make_server
+from handler.api.router import HttpApi
+from handler.coldstart import Startup
+from handler.text.segmentation import LINE_BREAKS, split_document
 from tests.fuzz.pathological import LIMIT, LONG_URL, Pathological, pathological_texts, significant
 from tests.fuzz.shipped import NEEDS_SHIPPED_BUNDLE, shipped_config, shipped_service
 

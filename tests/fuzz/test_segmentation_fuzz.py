@@ -14,7 +14,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handler.segmentation import LINE_BREAKS, Document, split_document
+from handler.text.segmentation import LINE_BREAKS, Document, split_document
 from tests.fuzz.settings import examples
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_tokenizer
 

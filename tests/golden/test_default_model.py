@@ -16,8 +16,8 @@ import difflib
 
 import pytest
 
-from handler.bundle import MANIFEST
 from handler.config import DEFAULT_BUNDLE_DIR, RuntimeConfig
+from handler.model.bundle import MANIFEST
 
 pytestmark = [
     pytest.mark.shipped_model,
@@ -192,7 +192,7 @@ SPANS: dict[str, tuple[str, ...]] = {
 
 @pytest.fixture(scope="module")
 def service():  # type: ignore[no-untyped-def]
-    from handler.loader import load_model
+    from handler.model.loader import load_model
     from handler.service import TranslationService
 
     config = RuntimeConfig(bundle_dir=DEFAULT_BUNDLE_DIR)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from handler.bundle import MANIFEST
 from handler.config import DEFAULT_BUNDLE_DIR, RuntimeConfig
+from handler.model.bundle import MANIFEST
 from handler.service import TranslateOptions, TranslationService
 
 pytestmark = [
@@ -25,7 +25,7 @@ PAIRS = [
 
 @pytest.fixture(scope="module")
 def service() -> TranslationService:
-    from handler.loader import load_model
+    from handler.model.loader import load_model
 
     config = RuntimeConfig(threads=1)
     return TranslationService(load_model(config), config)

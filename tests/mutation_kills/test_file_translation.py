@@ -16,7 +16,8 @@ import pytest
 
 from handler.config import RuntimeConfig
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
-from handler.file_translation import (
+from handler.service import TranslateOptions
+from handler.storage.files import (
     SelfTriggerError,
     UnsafeKeyError,
     check_key,
@@ -27,8 +28,7 @@ from handler.file_translation import (
     translate_object,
     translate_text,
 )
-from handler.object_store import ObjectRef
-from handler.service import TranslateOptions
+from handler.storage.object_store import ObjectRef
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_service
 
 
@@ -304,12 +304,12 @@ def test_refused_uploads_are_reported_and_other_failures_raised(service) -> None
 @needs_shipped_bundle
 def test_each_outcome_is_logged_with_the_object(service, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
     store = DictStore({ref("a.txt"): "你好。".encode(), ref("translated/b.txt"): b"x", ref("bin.txt"): b"\x00"})
-    with caplog.at_level(logging.INFO, logger="handler.file_translation"):
+    with caplog.at_level(logging.INFO, logger="handler.storage.files"):
         handle_upload(store, ref("a.txt"), service, RuntimeConfig())
         handle_upload(store, ref("translated/b.txt"), service, RuntimeConfig())
         with pytest.raises(InvalidRequestError):
             handle_upload(store, ref("bin.txt"), service, RuntimeConfig())
-    translated, refused, failed = (r for r in caplog.records if r.name == "handler.file_translation")
+    translated, refused, failed = (r for r in caplog.records if r.name == "handler.storage.files")
     size = len(store.objects[ref("translated/a.txt")])
     assert translated.levelno == logging.INFO
     assert re.fullmatch(

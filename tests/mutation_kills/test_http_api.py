@@ -2,7 +2,7 @@
 
 Requests go through ``HttpApi.handle`` as an adapter sends them (``HttpRequest.create``), and the tests read
 what a client and an operator see: status, headers, JSON body, the page and its configuration, the access line
-(logger ``handler.access``) and the failure lines (logger ``handler.http_api``). The adapter tests
+(logger ``handler.access``) and the failure lines (logger ``handler.api.router``). The adapter tests
 (``tests/adapters/``) check the same surface through real servers, on the torch-built tiny bundle.
 """
 
@@ -21,10 +21,8 @@ from typing import Any
 
 import pytest
 
-from handler import http_api
-from handler.config import RuntimeConfig
-from handler.errors import ConfigurationError, InvalidRequestError, ModelUnavailableError
-from handler.http_api import (
+from handler.api import router
+from handler.api.router import (
     INTERNAL_ERROR_MESSAGE,
     PAGE_SECURITY_HEADERS,
     SECURITY_HEADERS,
@@ -34,8 +32,10 @@ from handler.http_api import (
     RequestRefusedError,
     media_type_of,
 )
+from handler.coldstart import Startup
+from handler.config import RuntimeConfig
+from handler.errors import ConfigurationError, InvalidRequestError, ModelUnavailableError
 from handler.service import TextTranslation, TranslateOptions, TranslationService
-from handler.startup import Startup
 from tests.fuzz.shipped import NEEDS_SHIPPED_BUNDLE, shipped_config, shipped_model
 
 pytestmark = NEEDS_SHIPPED_BUNDLE
@@ -369,7 +369,7 @@ def test_the_policy_lists_every_inline_script_of_the_template(tmp_path: Path, mo
         b'<script id="page-config" type="application/json">__TRANSLATOR_PAGE_CONFIG__</script>'
         + b"".join(b"<script>" + script + b"</script>" for script in scripts)
     )
-    monkeypatch.setattr(http_api, "WEB_PAGE", template)
+    monkeypatch.setattr(router, "WEB_PAGE", template)
     policy = call(make_api(), "GET", "/").headers["Content-Security-Policy"]
     hashes = [f"'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'" for script in scripts]
     assert f"script-src {hashes[0]} {hashes[1]}; " in policy
@@ -380,7 +380,7 @@ def test_a_page_template_without_its_placeholder_stops_the_start(
 ) -> None:
     template = tmp_path / "index.html"
     template.write_text("<html>no placeholder</html>", encoding="utf-8")
-    monkeypatch.setattr(http_api, "WEB_PAGE", template)
+    monkeypatch.setattr(router, "WEB_PAGE", template)
     with pytest.raises(ConfigurationError) as caught:
         unavailable_api()
     assert str(caught.value) == f"{template} lacks the __TRANSLATOR_PAGE_CONFIG__ placeholder"
@@ -508,7 +508,7 @@ def test_an_unexpected_error_is_500_without_internals_and_logged_with_its_traceb
     assert error_of(response, 500, "internal_error") == INTERNAL_ERROR_MESSAGE
     for leak in ("Traceback", "boom", "RuntimeError", ".py"):
         assert leak not in response.body_text()
-    [failure] = [record for record in caplog.records if record.name == "handler.http_api"]
+    [failure] = [record for record in caplog.records if record.name == "handler.api.router"]
     assert failure.levelno == logging.ERROR
     assert failure.getMessage() == "POST /translate failed with an unexpected error"
     assert failure.exc_info and "boom" in str(failure.exc_info[1])
@@ -521,7 +521,7 @@ def test_an_unavailable_model_is_503_and_logged_as_an_error(caplog: pytest.LogCa
     with caplog.at_level(logging.INFO, logger="handler"):
         response = post(unavailable_api(), {"text": "你好"}, path="/translate?x")
     assert error_of(response, 503, "model_unavailable") == "the model is not there"
-    [failure] = [record for record in caplog.records if record.name == "handler.http_api"]
+    [failure] = [record for record in caplog.records if record.name == "handler.api.router"]
     assert failure.levelno == logging.ERROR
     assert failure.getMessage() == "POST /translate failed: ModelUnavailableError: the model is not there"
 
@@ -532,7 +532,7 @@ def test_a_configuration_error_is_500_and_logged_as_an_error(caplog: pytest.LogC
     with caplog.at_level(logging.INFO, logger="handler"):
         response = post(misconfigured, {"text": "你好"})
     assert error_of(response, 500, "configuration_error") == str(error)
-    [failure] = [record for record in caplog.records if record.name == "handler.http_api"]
+    [failure] = [record for record in caplog.records if record.name == "handler.api.router"]
     assert failure.levelno == logging.ERROR
     assert failure.getMessage() == f"POST /translate failed: ConfigurationError: {error}"
 
@@ -563,7 +563,7 @@ def test_a_refused_request_is_not_logged_as_a_failure(api: HttpApi, caplog: pyte
     with caplog.at_level(logging.INFO, logger="handler"):
         post(api, {"text": 5})
         post(api, {"text": "好" * (MAX_CHARS + 1)})
-    assert [record for record in caplog.records if record.name == "handler.http_api"] == []
+    assert [record for record in caplog.records if record.name == "handler.api.router"] == []
     assert [record.levelno for record in access_lines(caplog)] == [logging.INFO, logging.INFO]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from handler.segmentation import Document, Segment, split_document
+from handler.text.segmentation import Document, Segment, split_document
 
 
 def chars(text: str) -> int:

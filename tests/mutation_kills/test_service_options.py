@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from handler.errors import InvalidRequestError
-from handler.glossary import Glossary
 from handler.service import TranslateOptions
+from handler.text.glossary import Glossary
 
 ALLOWED = "beam_size, length_penalty, max_length_ratio, repetition_guard, format, glossary, protect_spans, source"
 

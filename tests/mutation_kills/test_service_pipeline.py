@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from handler.errors import DeadlineExceededError, InvalidRequestError
-from handler.glossary import Glossary
 from handler.service import ThroughputMeter, TranslateOptions, TranslationService
+from handler.text.glossary import Glossary
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_config, shipped_model, shipped_service, shipped_tokenizer
 
 CHINESE_LINES = (

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from handler.bundle import ModelSpec
 from handler.config import RuntimeConfig
-from handler.loader import LoadedModel, load_model
-from handler.onnx_model import OnnxMarian
+from handler.model.bundle import ModelSpec
+from handler.model.loader import LoadedModel, load_model
+from handler.model.sessions import OnnxMarian
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from handler.bundle import ModelSpec
+from handler.model.bundle import ModelSpec
 
 
 class CountingModel:

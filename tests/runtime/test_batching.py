@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handler.batching import MAX_ROWS, Batch, kv_cache_bytes_per_row, pad_batch, plan_batches, restore_order
+from handler.model.batching import MAX_ROWS, Batch, kv_cache_bytes_per_row, pad_batch, plan_batches, restore_order
 
 
 @given(
@@ -68,7 +68,7 @@ def test_pad_batch_right_pads_with_a_mask() -> None:
 
 
 def test_pad_batch_rounds_the_width_up_to_the_multiple_but_not_past_the_model() -> None:
-    from handler.batching import WIDTH_MULTIPLE, padded_width
+    from handler.model.batching import WIDTH_MULTIPLE, padded_width
 
     input_ids, attention_mask = pad_batch([[5] * 11, [7] * 3], pad_id=99, max_width=512, multiple=WIDTH_MULTIPLE)
     assert input_ids.shape == attention_mask.shape == (2, 16)

@@ -11,12 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from handler.bundle import Manifest, ModelSpec
-from handler.decoding import RepetitionGuard
 from handler.errors import BundleError
-from handler.families.base import SearchRequest
-from handler.families.csanmt import CsanmtDecoding, CsanmtDecodingSettings
-from handler.families.csanmt.beam_search import csanmt_beam_search, gnmt_length_penalty
+from handler.model.bundle import Manifest, ModelSpec
+from handler.model.decoding import RepetitionGuard
+from handler.model.families.base import SearchRequest
+from handler.model.families.csanmt import CsanmtDecoding, CsanmtDecodingSettings
+from handler.model.families.csanmt.beam_search import csanmt_beam_search, gnmt_length_penalty
 from tests.runtime.step_models import LoopingModel, PrefixModel, synthetic_spec
 
 A, B, C = 1, 2, 3

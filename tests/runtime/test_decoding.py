@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from handler.bundle import ModelSpec
-from handler.decoding import (
+from handler.model.bundle import ModelSpec
+from handler.model.decoding import (
     TRIGRAM_GUARD,
     RepetitionGuard,
     ban_repetitions,
@@ -16,7 +16,7 @@ from handler.decoding import (
     content_ids,
     greedy_search,
 )
-from handler.onnx_model import OnnxMarian
+from handler.model.sessions import OnnxMarian
 from tests.runtime.step_models import CountingModel, LoopingModel
 
 MAX_NEW_TOKENS = 40
@@ -247,7 +247,7 @@ def test_guard_settings_are_validated() -> None:
 
 @pytest.mark.parametrize("width", [24, 1_000, 65_001])
 def test_candidate_columns_hold_each_rows_best_entries(width: int) -> None:
-    from handler.decoding import candidate_columns
+    from handler.model.decoding import candidate_columns
 
     generator = np.random.default_rng(width)
     log_probs = generator.normal(size=(6, width)).astype(np.float32)
@@ -264,7 +264,7 @@ def test_candidate_columns_hold_each_rows_best_entries(width: int) -> None:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_reorder_rows_gives_every_row_its_parents_cache_in_place(seed: int) -> None:
-    from handler.decoding import reorder_rows
+    from handler.model.decoding import reorder_rows
 
     rng = np.random.default_rng(seed)
     rows = int(rng.integers(1, 9))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from handler import bundle
 from handler.errors import BundleError
-from handler.loader import LoadedModel, load_bundle
+from handler.model import bundle
+from handler.model.loader import LoadedModel, load_bundle
 
 
 @pytest.fixture
@@ -122,7 +122,7 @@ def test_a_folder_without_manifest_or_a_missing_folder(tmp_path: Path) -> None:
 
 
 def test_onnx_graphs_with_other_names_are_refused(bundle_copy: Path) -> None:
-    from handler.onnx_model import OnnxMarian
+    from handler.model.sessions import OnnxMarian
 
     manifest = load_bundle(bundle_copy)
     # the decoder graph where the encoder belongs: wrong inputs and outputs
@@ -156,7 +156,7 @@ def test_load_model_reports_a_damaged_graph_by_its_hash_not_by_what_onnx_runtime
     bundle_copy: Path,
 ) -> None:
     from handler.config import RuntimeConfig
-    from handler.loader import load_model
+    from handler.model.loader import load_model
 
     # GIVEN a graph overwritten with the same number of bytes (the hashes run beside the sessions, which fail too)
     _garble_keeping_the_size(bundle_copy / bundle.ENCODER_ONNX)

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from handler.loader import LoadedModel
-from handler.onnx_model import OnnxMarian, session_options
+from handler.model.loader import LoadedModel
+from handler.model.sessions import OnnxMarian, session_options
 from tests.runtime.conftest import run_probe
 
 
@@ -64,7 +64,7 @@ import json, os, sys, time
 from pathlib import Path
 import numpy as np
 from handler.config import RuntimeConfig
-from handler.loader import load_model
+from handler.model.loader import load_model
 
 loaded = load_model(RuntimeConfig(bundle_dir=Path(sys.argv[1]), threads=2))
 model, spec = loaded.model, loaded.spec
@@ -105,7 +105,7 @@ def test_a_forked_child_runs_the_model_on_its_own_threads_and_exits_promptly(tin
 
 
 def test_no_session_keeps_an_arena_and_large_graphs_open_without_prepacked_weights(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from handler import onnx_model
+    from handler.model import sessions
 
     lean = session_options(2, spinning=False, lean=True)
     assert lean.get_session_config_entry("session.disable_prepacking") == "1"
@@ -116,9 +116,9 @@ def test_no_session_keeps_an_arena_and_large_graphs_open_without_prepacked_weigh
         small.get_session_config_entry("session.disable_prepacking")
     graph = tmp_path / "encoder.onnx"
     graph.write_bytes(b"x" * 1000)
-    assert not onnx_model.loads_lean(graph, tmp_path / "missing.onnx")
-    monkeypatch.setattr(onnx_model, "LEAN_LOADING_BYTES", 999)
-    assert onnx_model.loads_lean(graph, tmp_path / "missing.onnx")
+    assert not sessions.loads_lean(graph, tmp_path / "missing.onnx")
+    monkeypatch.setattr(sessions, "LEAN_LOADING_BYTES", 999)
+    assert sessions.loads_lean(graph, tmp_path / "missing.onnx")
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,7 +128,7 @@ import sys
 import numpy as np
 from bench.memory import current_rss_mb
 if sys.argv[1] == "fixed":
-    from handler.onnx_model import return_large_blocks_to_the_system
+    from handler.model.sessions import return_large_blocks_to_the_system
     assert return_large_blocks_to_the_system()
 first = np.ones(20 * 1024 * 1024 // 8)
 del first  # glibc now raises its mmap threshold to 20 MB

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from handler import runtime
+from handler import coldstart
 from handler.config import RuntimeConfig
 from handler.errors import BundleError
 from tests.runtime.conftest import run_probe
@@ -19,13 +19,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 TRANSLATE_IN_A_FRESH_PROCESS = """
 import json, sys
-from handler import runtime
+from handler import coldstart
 from handler.config import RuntimeConfig
 
-service = runtime.get_service(RuntimeConfig(bundle_dir=sys.argv[1], threads=1, beam_size=2))
+service = coldstart.get_service(RuntimeConfig(bundle_dir=sys.argv[1], threads=1, beam_size=2))
 translation = service.translate("你好。今天天气很好，我们去公园散步吧。")
 heavy = sorted(name for name in sys.modules if name.split(".")[0] in ("torch", "transformers", "optimum"))
-print(json.dumps({"translation": translation, "heavy_modules": heavy, "report": runtime.cold_start_report()}))
+print(json.dumps({"translation": translation, "heavy_modules": heavy, "report": coldstart.cold_start_report()}))
 """
 
 
@@ -80,16 +80,16 @@ def test_a_read_only_or_missing_home_does_not_matter(tiny_bundle_dir: Path, tmp_
 @pytest.fixture
 def fresh_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process's runtime state, emptied for one test and restored afterwards."""
-    monkeypatch.setattr(runtime, "_services", {})
-    monkeypatch.setattr(runtime, "_report", {"warm": False, "load_s": None, "warmup_s": None, "error": None})
+    monkeypatch.setattr(coldstart, "_services", {})
+    monkeypatch.setattr(coldstart, "_report", {"warm": False, "load_s": None, "warmup_s": None, "error": None})
 
 
 @pytest.mark.usefixtures("fresh_runtime")
 def test_get_service_loads_once_per_bundle(tiny_bundle_dir: Path) -> None:
     config = RuntimeConfig(bundle_dir=tiny_bundle_dir, threads=1, beam_size=2)
-    first = runtime.get_service(config)
-    assert runtime.get_service(config.with_overrides(beam_size=3)) is first  # the first configuration wins
-    report = runtime.cold_start_report()
+    first = coldstart.get_service(config)
+    assert coldstart.get_service(config.with_overrides(beam_size=3)) is first  # the first configuration wins
+    report = coldstart.cold_start_report()
     assert report["warm"] is True and report["error"] is None
     assert isinstance(report["process_to_import_s"], float) and report["process_to_import_s"] >= 0
 
@@ -97,29 +97,29 @@ def test_get_service_loads_once_per_bundle(tiny_bundle_dir: Path) -> None:
 @pytest.mark.usefixtures("fresh_runtime")
 def test_a_missing_bundle_raises_and_is_reported(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="does not exist; build one with python -m build.export"):
-        runtime.get_service(RuntimeConfig(bundle_dir=tmp_path / "missing"))
-    assert "does not exist" in str(runtime.cold_start_report()["error"])
+        coldstart.get_service(RuntimeConfig(bundle_dir=tmp_path / "missing"))
+    assert "does not exist" in str(coldstart.cold_start_report()["error"])
 
 
 REPORT_FROM_A_FORKED_WORKER = """
 import json, os, sys, time
 time.sleep(0.3)  # the entry point's own start-up, before it imports the runtime
-from handler import runtime
+from handler import coldstart
 from handler.config import RuntimeConfig
 
-runtime.get_service(RuntimeConfig(bundle_dir=sys.argv[1], threads=1, beam_size=2))  # the master loads at import
+coldstart.get_service(RuntimeConfig(bundle_dir=sys.argv[1], threads=1, beam_size=2))  # the master loads at import
 read_end, write_end = os.pipe()
 pid = os.fork()
 if pid == 0:  # the worker gunicorn forks
     os.close(read_end)
-    os.write(write_end, json.dumps(runtime.cold_start_report()).encode())
+    os.write(write_end, json.dumps(coldstart.cold_start_report()).encode())
     os._exit(0)
 os.close(write_end)
 chunks = []
 while chunk := os.read(read_end, 65536):
     chunks.append(chunk)
 os.waitpid(pid, 0)
-print(json.dumps({"worker": json.loads(b"".join(chunks)), "master": runtime.cold_start_report()}))
+print(json.dumps({"worker": json.loads(b"".join(chunks)), "master": coldstart.cold_start_report()}))
 """
 
 
@@ -137,12 +137,13 @@ def test_a_forked_worker_reports_the_masters_cold_start_and_its_own_reopen(tiny_
 
 
 def test_import_time_covers_the_handler_imports_whichever_module_comes_first(tiny_bundle_dir: Path) -> None:
-    # an entry point imports an adapter first (main.py: handler.gcp), which pulls in onnxruntime before the runtime
+    # an entry point imports an adapter first (main.py: handler.adapters.gcp), which pulls in onnxruntime before
+    # the cold start module
     probe = (
         "import json, sys\n"
         "from handler import service\n"
-        "from handler import runtime\n"
-        "print(json.dumps(runtime.cold_start_report()))\n"
+        "from handler import coldstart\n"
+        "print(json.dumps(coldstart.cold_start_report()))\n"
     )
     report = run_probe(probe, tiny_bundle_dir)
     assert isinstance(report["import_s"], float) and report["import_s"] >= 0.01  # it read 0.0 when timed in runtime

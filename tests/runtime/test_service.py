@@ -11,9 +11,9 @@ import pytest
 
 from handler.config import RuntimeConfig
 from handler.errors import ConfigurationError, DeadlineExceededError, InvalidRequestError, RequestTooLargeError
-from handler.loader import LoadedModel
-from handler.segmentation import split_document
+from handler.model.loader import LoadedModel
 from handler.service import OPTION_NAMES, TranslateOptions, TranslationService
+from handler.text.segmentation import split_document
 from tests.runtime.conftest import SENTENCES
 from tests.runtime.step_models import CountingModel
 

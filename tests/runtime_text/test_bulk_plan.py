@@ -1,11 +1,11 @@
-"""Where the fan-out cuts a long text (``handler.bulk.plan_parts``): nothing lost, nothing added, coarsest cuts."""
+"""Where the fan-out cuts a long text (``handler.storage.bulk.plan_parts``): nothing lost or added, coarsest cuts."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handler.bulk import plan_parts
+from handler.storage.bulk import plan_parts
 
 PIECES = ["好", "我们去公园散步吧", "。", "？", "\n", "\n\n", "\r\n", "\r\n\r\n", " ", "\n \n", "abc", "…"]
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handler.cleaning import clean_translation
+from handler.text.cleaning import clean_translation
 
 CASES = [
     # special tokens and SentencePiece debris

@@ -1,4 +1,4 @@
-"""``handler.memory``: the heap a request freed goes back to the system, and only when there is enough of it."""
+"""``handler.model.memory``: the heap a request freed goes back to the system, and only when there is enough of it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ctypes
 
 import pytest
 
-from handler import memory
+from handler.model import memory
 
 pytestmark = pytest.mark.skipif(memory.resident_bytes() is None or memory._LIBC is None, reason="glibc and /proc")
 

@@ -1,6 +1,6 @@
 """The request limits at their exact boundary, on the shipped bundle: the limit itself is allowed, one more is not.
 
-Also the status each typed error is answered with on HTTP (``handler.http_api.STATUS_BY_ERROR``), the deadline
+Also the status each typed error is answered with on HTTP (``handler.api.router.STATUS_BY_ERROR``), the deadline
 among them: running out of time means the function cannot answer now (503, retry later), not a bug (500).
 """
 
@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from handler.api.router import response_for_error, status_for
 from handler.errors import (
     BundleError,
     ConfigurationError,
@@ -19,7 +20,6 @@ from handler.errors import (
     RequestTooLargeError,
     TranslatorError,
 )
-from handler.http_api import response_for_error, status_for
 from handler.service import TranslationService
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_service
 

@@ -1,11 +1,12 @@
-"""Traditional Chinese to the model's script (``handler.script_conversion``): detection, variants, conversion."""
+"""Traditional Chinese to the model's script (``handler.text.script_conversion``): detection, variants, conversion."""
 
 from __future__ import annotations
 
 import pytest
 
 from handler.errors import InvalidRequestError
-from handler.script_conversion import (
+from handler.service import TranslateOptions
+from handler.text.script_conversion import (
     AUTO,
     HONG_KONG,
     SIMPLIFIED,
@@ -15,7 +16,6 @@ from handler.script_conversion import (
     canonical_variant,
     default_converter,
 )
-from handler.service import TranslateOptions
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def test_the_shipped_character_forms_are_what_the_pinned_opencc_says() -> None:
     import json
 
     from build.han_forms import compute_forms
-    from handler.script_conversion import HAN_FORMS
+    from handler.text.script_conversion import HAN_FORMS
 
     # if this fails after an OpenCC upgrade, run: python -m build.han_forms
     assert json.loads(HAN_FORMS.read_text(encoding="utf-8")) == compute_forms()

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handler.bundle import VOCAB_JSON
-from handler.segmentation import Document, split_document
-from handler.tokenizer import SentencePieceTokenizer
+from handler.model.bundle import VOCAB_JSON
+from handler.model.families.marian.tokenizer import SentencePieceTokenizer
+from handler.text.segmentation import Document, split_document
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TOKENIZER_DIR = REPO_ROOT / "model_artifacts" / "training-checkpoint"

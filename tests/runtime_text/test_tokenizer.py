@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from handler.bundle import NORMALIZATION_NFKC, NORMALIZATION_NONE, VOCAB_JSON
 from handler.errors import BundleError
-from handler.tokenizer import SentencePieceTokenizer
+from handler.model.bundle import NORMALIZATION_NFKC, NORMALIZATION_NONE, VOCAB_JSON
+from handler.model.families.marian.tokenizer import SentencePieceTokenizer
 from tests.fixture_corpus import fixture_pairs
 
 transformers = pytest.importorskip("transformers")
@@ -214,7 +214,7 @@ def test_nfkc_bundle_normalises_before_encoding(tokenizer_dir: Path, marian, cor
 
 
 def test_from_bundle_checks_special_ids_against_the_model(tokenizer_dir: Path) -> None:
-    from handler.bundle import ModelSpec
+    from handler.model.bundle import ModelSpec
 
     vocab = json.loads((tokenizer_dir / VOCAB_JSON).read_text(encoding="utf-8"))
     spec = ModelSpec(

@@ -123,21 +123,21 @@ def test_lambda_image_runs_the_lambda_handler_through_the_runtime_interface_clie
     assert entrypoint is not None and cmd is not None
     assert list(entrypoint.value) == ["python", "-m", "awslambdaric"]
     module, function = cmd.value[0].rsplit(".", 1)
-    assert module == "handler.aws_lambda"
+    assert module == "handler.adapters.aws_lambda"
     assert function in _defined_functions(REPO_ROOT / Path(*module.split(".")).with_suffix(".py"))
 
 
 def test_cloudrun_image_serves_main_py_with_functions_framework(dockerfile: Dockerfile) -> None:
     cmd = dockerfile.last("cloudrun", "CMD")
     # functions-framework's own server with a long keep-alive (the functions-framework command's options)
-    assert cmd is not None and list(cmd.value) == ["python", "-m", "handler.gunicorn_server"]
-    assert (REPO_ROOT / "handler" / "gunicorn_server.py").is_file()
+    assert cmd is not None and list(cmd.value) == ["python", "-m", "handler.adapters.gunicorn_server"]
+    assert (REPO_ROOT / "handler" / "adapters" / "gunicorn_server.py").is_file()
     environment = dockerfile.env("cloudrun")
     assert environment["FUNCTION_SOURCE"] == "main.py" and environment["PORT"] == "8080"
-    assert environment["FUNCTION_TARGET"] in _defined_functions(REPO_ROOT / "handler" / "gcp.py")
+    assert environment["FUNCTION_TARGET"] in _defined_functions(REPO_ROOT / "handler" / "adapters" / "gcp.py")
     main_source = (REPO_ROOT / "main.py").read_text()
     for entry_point in ("translate_http", "translate_storage_event", "translate_part_event"):
-        assert entry_point in _defined_functions(REPO_ROOT / "handler" / "gcp.py")
+        assert entry_point in _defined_functions(REPO_ROOT / "handler" / "adapters" / "gcp.py")
         assert f'"{entry_point}"' in main_source  # exported in __all__
     assert "EXPOSE" in {i.cmd for i in dockerfile.instructions("cloudrun")}
 
@@ -153,7 +153,7 @@ def test_cloudrun_image_serves_main_py_with_functions_framework(dockerfile: Dock
         ("README.md", True),
         ("handler/__pycache__/config.cpython-311.pyc", True),
         ("handler/config.py", False),
-        ("handler/web/index.html", False),
+        ("handler/api/web/index.html", False),
         ("main.py", False),
         ("requirements/runtime-aws.txt", False),
         ("model_artifacts/default/manifest.json", False),

@@ -111,8 +111,8 @@ def test_fan_out_parts_trigger_the_function_with_retries_and_a_dead_letter_queue
         {"Name": "prefix", "Value": {"Ref": "WorkPrefix"}},
         {"Name": "suffix", "Value": ".txt"},
     ]
-    # the part objects are the only .txt objects the function writes under the work prefix (handler/bulk.py)
-    from handler import bulk
+    # the part objects are the only .txt objects the function writes under the work prefix (handler/storage/bulk.py)
+    from handler.storage import bulk
 
     assert bulk.PART_SUFFIX == ".txt" and bulk.DONE_SUFFIX != ".txt" and not bulk.MANIFEST_NAME.endswith(".txt")
     assert template["Parameters"]["WorkPrefix"]["Default"] == RuntimeConfig().work_prefix

@@ -236,7 +236,7 @@ request = json.load(sys.stdin)
 import awslambdaric.bootstrap  # what the ENTRYPOINT `python -m awslambdaric` runs
 module_name, function_name = request["cmd"].rsplit(".", 1)
 handler = getattr(importlib.import_module(module_name), function_name)  # loads and warms the model
-from handler.runtime import cold_start_report
+from handler.coldstart import cold_start_report
 
 class Context:
     def get_remaining_time_in_millis(self):

@@ -1,20 +1,20 @@
 """Drop-in HTTP APIs of other translation servers, on the same translation service.
 
-* ``handler.compat.libretranslate``: LibreTranslate's ``POST /translate`` (told from ours by its ``q`` field or
+* ``handler.api.compat.libretranslate``: LibreTranslate's ``POST /translate`` (told from ours by its ``q`` field or
   a form body), ``POST /detect``, ``GET /languages``, ``GET /frontend/settings``;
-* ``handler.compat.deepl``: DeepL's ``POST /v2/translate``, ``GET /v2/languages``, ``GET /v2/usage``.
+* ``handler.api.compat.deepl``: DeepL's ``POST /v2/translate``, ``GET /v2/languages``, ``GET /v2/usage``.
 
 Each answers in its own API's shapes, with its own error body and status codes, while the limits (characters,
-texts) and the errors underneath are the service's (``handler.errors``). ``handler.http_api`` asks
+texts) and the errors underneath are the service's (``handler.errors``). ``handler.api.router`` asks
 ``CompatApis.handle`` first and serves its own routes when that returns None.
 """
 
 from __future__ import annotations
 
-from handler.compat.deepl import DeepLApi
-from handler.compat.libretranslate import LibreTranslateApi
-from handler.compat.requests import HttpRequest, HttpResponse
-from handler.startup import Startup
+from handler.api.compat.deepl import DeepLApi
+from handler.api.compat.fields import HttpRequest, HttpResponse
+from handler.api.compat.libretranslate import LibreTranslateApi
+from handler.coldstart import Startup
 
 
 class CompatApis:

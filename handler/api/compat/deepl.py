@@ -12,7 +12,7 @@ form body):
                         that is never reached (the function has no quota)
 
 Authentication is DeepL's ``Authorization: DeepL-Auth-Key KEY`` header (or the legacy ``auth_key`` parameter, or
-this server's ``X-API-Key`` / ``Authorization: Bearer``; precedence in ``handler.api_keys``); with keys configured
+this server's ``X-API-Key`` / ``Authorization: Bearer``; precedence in ``handler.api.keys``); with keys configured
 (``TRANSLATE_API_KEYS``, ``TRANSLATE_API_KEYS_FILE``) the key must be one of them, otherwise any key passes.
 Errors are DeepL's ``{"message": "..."}`` with 400 (bad request, unsupported language), 403 (authorization), 404,
 405, 413 (request too large), 500 and 503 (the model is unavailable or out of time; DeepL's clients retry 5xx).
@@ -24,8 +24,7 @@ import logging
 import threading
 from typing import Any
 
-from handler.api_keys import ApiKeys
-from handler.compat.requests import (
+from handler.api.compat.fields import (
     ApiStatus,
     HttpRequest,
     HttpResponse,
@@ -35,11 +34,12 @@ from handler.compat.requests import (
     key_is_valid,
     read_fields,
 )
+from handler.api.keys import ApiKeys
+from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import TranslatorError
-from handler.script_conversion import AUTO, SIMPLIFIED, TRADITIONAL
 from handler.service import TranslateOptions
-from handler.startup import Startup
+from handler.text.script_conversion import AUTO, SIMPLIFIED, TRADITIONAL
 
 logger = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-from handler.api_keys import ApiKeys, presented_key
+from handler.api.keys import ApiKeys, presented_key
+from handler.api.router import HttpRequest, HttpResponse, media_type_of
 from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError
-from handler.http_api import HttpRequest, HttpResponse, media_type_of
 
 FORM_TYPE = "application/x-www-form-urlencoded"
 JSON_TYPE = "application/json"
@@ -96,7 +96,7 @@ def _form(encoded: str) -> dict[str, Any]:
 
 
 def key_is_valid(request: HttpRequest, parameter: str | None, keys: ApiKeys) -> bool:
-    """Whether the request's key passes (``handler.api_keys``: X-API-Key, then Authorization, then ``parameter``)."""
+    """Whether the request's key passes (``handler.api.keys``: X-API-Key, then Authorization, then ``parameter``)."""
     return keys.accepts(presented_key(request.headers, parameter))
 
 

@@ -13,7 +13,7 @@ Routes (as LibreTranslate serves them; JSON or form-encoded bodies, GET paramete
 
 Errors are LibreTranslate's: ``{"error": "message"}`` with 400 (bad or too large request, unsupported language),
 403 (missing or invalid ``api_key``, or this server's ``X-API-Key`` / ``Authorization: Bearer``, when keys are
-configured: ``handler.api_keys``), 404 and 405, 500 (translation failed or
+configured: ``handler.api.keys``), 404 and 405, 500 (translation failed or
 the model is unavailable).
 """
 
@@ -24,8 +24,7 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
-from handler.api_keys import ApiKeys
-from handler.compat.requests import (
+from handler.api.compat.fields import (
     FORM_TYPE,
     ApiStatus,
     HttpRequest,
@@ -36,11 +35,12 @@ from handler.compat.requests import (
     key_is_valid,
     read_fields,
 )
+from handler.api.keys import ApiKeys
+from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import InvalidRequestError, TranslatorError
-from handler.script_conversion import HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL, canonical_variant
 from handler.service import TranslateOptions
-from handler.startup import Startup
+from handler.text.script_conversion import HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL, canonical_variant
 
 logger = logging.getLogger(__name__)
 

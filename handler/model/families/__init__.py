@@ -1,17 +1,17 @@
 """The model families the runtime serves, keyed by the manifest's ``family`` (absent: ``"marian"``).
 
-Each family module provides a ``ModelFamily`` (``handler.families.base``): graph contract, tokenizer, decoding
+Each family module provides a ``ModelFamily`` (``handler.model.families.base``): graph contract, tokenizer, decoding
 protocol. The loader picks one with ``family_named``; nothing else in the runtime looks at the family.
 A family whose tokenizer needs extra libraries imports them only when one of its bundles is loaded.
 """
 
 from __future__ import annotations
 
-from handler.bundle import FAMILY_MARIAN
 from handler.errors import BundleError
-from handler.families.base import ModelFamily
-from handler.families.csanmt import CsanmtFamily
-from handler.families.marian import MarianFamily
+from handler.model.bundle import FAMILY_MARIAN
+from handler.model.families.base import ModelFamily
+from handler.model.families.csanmt import CsanmtFamily
+from handler.model.families.marian import MarianFamily
 
 DEFAULT_FAMILY = FAMILY_MARIAN
 

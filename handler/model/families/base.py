@@ -1,17 +1,17 @@
 """What a model family provides to the runtime: one small interface, so the core never branches on a family.
 
-A family (``handler.families.marian``, ``handler.families.csanmt``) declares
+A family (``handler.model.families.marian``, ``handler.model.families.csanmt``) declares
 
 * its **graph contract**: the names of the encoder's per-sentence outputs that the one-step decoder takes (Marian:
   the cross-attention keys and values; CSANMT: those plus one ``semantic_bias`` per decoder layer), from which
-  ``handler.onnx_model.OnnxEncoderDecoder`` checks and feeds both graphs;
+  ``handler.model.sessions.OnnxEncoderDecoder`` checks and feeds both graphs;
 * the **bundle files** its tokenizer needs (the loader refuses a bundle that does not list them);
 * its **tokenizer**: source text to ids (end-of-sequence included), target ids to text, and token counting for
   the service's splitting and batching;
 * its **decoding protocol**: the search its reference implementation runs (length penalty form, special ids,
   stopping rule), driven by the service's request options through ``SearchRequest``.
 
-A third family is one new module here that provides a ``ModelFamily``, plus its name in ``handler.families``.
+A third family is one new module here that provides a ``ModelFamily``, plus its name in ``handler.model.families``.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Protocol
 
 import numpy as np
 
-from handler import bundle
-from handler.bundle import Manifest, ModelSpec
-from handler.decoding import RepetitionGuard, StepModel
+from handler.model import bundle
+from handler.model.bundle import Manifest, ModelSpec
+from handler.model.decoding import RepetitionGuard, StepModel
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class Tokenizer(Protocol):
 
 
 class Decoding(Protocol):
-    """A family's decoding protocol over the generic step-model interface of ``handler.decoding``."""
+    """A family's decoding protocol over the generic step-model interface of ``handler.model.decoding``."""
 
     def search(
         self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest

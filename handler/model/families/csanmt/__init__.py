@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from handler import bundle
-from handler.bundle import Manifest, ModelSpec
-from handler.decoding import DEFAULT_GUARD, RepetitionGuard, StepModel
 from handler.errors import BundleError
-from handler.families.base import GraphContract, SearchRequest, Tokenizer, cross_attention_names
-from handler.families.csanmt.beam_search import EOS_ID, csanmt_beam_search
+from handler.model import bundle
+from handler.model.bundle import Manifest, ModelSpec
+from handler.model.decoding import DEFAULT_GUARD, RepetitionGuard, StepModel
+from handler.model.families.base import GraphContract, SearchRequest, Tokenizer, cross_attention_names
+from handler.model.families.csanmt.beam_search import EOS_ID, csanmt_beam_search
 
 NAME = bundle.FAMILY_CSANMT
 LENGTH_PENALTY_GNMT = "gnmt"
@@ -155,7 +155,7 @@ class CsanmtFamily:
         )
 
     def load_tokenizer(self, bundle_dir: Path, manifest: Manifest) -> Tokenizer:
-        from handler.families.csanmt.tokenizer import CsanmtTokenizer  # jieba & co. only for CSANMT bundles
+        from handler.model.families.csanmt.tokenizer import CsanmtTokenizer  # jieba & co. only for CSANMT bundles
 
         manifest_path = bundle_dir / bundle.MANIFEST
         section = _section(manifest, "tokenizer", manifest_path)

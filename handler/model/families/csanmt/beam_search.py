@@ -24,7 +24,7 @@ argmax greedy (modelscope has no other greedy search: its beam size 1 keeps the 
 the running hypothesis while an ending one waits in the finished slot).
 
 Two optional rules modelscope does not have (off unless asked for): the repetition guard
-(``handler.decoding.ban_repetitions``) and a minimum length; both set the banned tokens' log-probabilities to
+(``handler.model.decoding.ban_repetitions``) and a minimum length; both set the banned tokens' log-probabilities to
 -inf before the candidates are chosen.
 """
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handler.decoding import (
+from handler.model.decoding import (
     RepetitionGuard,
     StepModel,
     ban_repetitions,
@@ -144,7 +144,7 @@ def csanmt_beam_search(
             flat_seqs = seqs.reshape(live * beams, time)
             previous = flat_seqs[:, -1:] if time else np.zeros((live * beams, 1), dtype=np.int64)
             step_log_probs, present = model.step(previous, mask, past, cross)
-            past = []  # freed now: between steps only one cache is held (handler.decoding.beam_search measures why)
+            past = []  # freed now: between steps only one cache is held (decoding.beam_search measures why)
             step_log_probs = np.asarray(step_log_probs, dtype=np.float32)  # the session's own buffer, changed in place
             if time < min_length:
                 step_log_probs[:, EOS_ID] = -np.inf

@@ -35,8 +35,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from handler.bundle import NORMALIZATION_NFKC, NORMALIZATION_NONE
 from handler.errors import BundleError
+from handler.model.bundle import NORMALIZATION_NFKC, NORMALIZATION_NONE
 
 EOS_ID = 0  # also the padding id
 UNKNOWN_TARGET = "<unk>"

@@ -1,8 +1,8 @@
 """The Marian family (OPUS-MT and the embedded default model): SentencePiece, cross K/V, transformers' searches.
 
 * Graph contract: the encoder emits ``cross_key.{i}`` / ``cross_value.{i}`` per decoder layer, nothing else.
-* Tokenizer: ``handler.tokenizer.SentencePieceTokenizer`` (``source.spm``, ``target.spm``, ``vocab.json``).
-* Decoding protocol: ``handler.decoding``'s greedy search (beam size 1) and beam search, token for token
+* Tokenizer: ``tokenizer.SentencePieceTokenizer`` of this package (``source.spm``, ``target.spm``, ``vocab.json``).
+* Decoding protocol: ``handler.model.decoding``'s greedy search (beam size 1) and beam search, token for token
   transformers' ``generate`` with OPUS-MT's settings; the score of a hypothesis is
   ``sum(log p) / length ** length_penalty`` (default 1.0, transformers' default).
 """
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from handler import bundle
-from handler.bundle import Manifest, ModelSpec
-from handler.decoding import StepModel, beam_search, greedy_search
 from handler.errors import BundleError
-from handler.families.base import GraphContract, SearchRequest, cross_attention_names
-from handler.tokenizer import SentencePieceTokenizer
+from handler.model import bundle
+from handler.model.bundle import Manifest, ModelSpec
+from handler.model.decoding import StepModel, beam_search, greedy_search
+from handler.model.families.base import GraphContract, SearchRequest, cross_attention_names
+from handler.model.families.marian.tokenizer import SentencePieceTokenizer
 
 NAME = bundle.FAMILY_MARIAN
 DEFAULT_LENGTH_PENALTY = 1.0

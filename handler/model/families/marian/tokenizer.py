@@ -32,8 +32,8 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from handler.bundle import NORMALIZATION_NFKC, NORMALIZATION_NONE, SOURCE_SPM, TARGET_SPM, VOCAB_JSON, ModelSpec
 from handler.errors import BundleError, InvalidRequestError
+from handler.model.bundle import NORMALIZATION_NFKC, NORMALIZATION_NONE, SOURCE_SPM, TARGET_SPM, VOCAB_JSON, ModelSpec
 
 SPIECE_UNDERLINE = "▁"
 EOS_TOKEN = "</s>"
