@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.memory import current_rss_mb, peak_rss_mb
+from handler.config import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 FORCED_TOKENS = 40
 BATCH_SIZES = (1, 16)
 BEAM_SIZES = (1, 4)

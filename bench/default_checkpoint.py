@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from handler.config import REPO_ROOT
+
 TRAINING_CHECKPOINT = REPO_ROOT / "model_artifacts" / "training-checkpoint"
 
 

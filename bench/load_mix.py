@@ -20,9 +20,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from handler.config import REPO_ROOT
+
 JIEBA_CACHE_DIR = REPO_ROOT / ".bench" / "jieba"  # jieba writes its prefix-dictionary cache here, not in /tmp
 CHINESE_WORD = re.compile(r"^[\u4e00-\u9fff]{2,4}$")
 

@@ -54,8 +54,8 @@ from bench.side_by_side import (
     run_setup,
     summarise,
 )
+from handler.config import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO_ROOT / ".bench" / "runtime"  # holds checkpoint/, bundle/, ctranslate2-int8/ and default/
 CHECKPOINT = "checkpoint"
 BUNDLE = "bundle"

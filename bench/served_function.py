@@ -26,7 +26,8 @@ from typing import Any
 
 import psutil
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from handler.config import REPO_ROOT
+
 RUN_SCRIPT = REPO_ROOT / "infra" / "local" / "run.sh"
 MB = 1024 * 1024
 RUN_LOGGER = "handler.run"  # run.sh's watcher: its JSON lines say "starting", then "ready" or "start_failed"

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.engines import FIGURES, SPAWNED_AT
+from handler.config import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNTIME, CTRANSLATE2, TRANSFORMERS = "runtime", "ctranslate2", "transformers"
 ENGINE_NAMES = {
     RUNTIME: "this runtime (ONNX Runtime INT8)",

@@ -500,7 +500,7 @@ def measure(checkpoint: Path | None, work: Path, repeats: int = 200) -> list[dic
     from build import verify
     from build.export import load_checkpoint
     from build.onnx_graphs import export_graphs
-    from handler.model.sessions import OnnxMarian
+    from handler.model.families.marian.sessions import OnnxMarian
 
     if checkpoint is None:
         from build import train

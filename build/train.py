@@ -43,8 +43,8 @@ from safetensors.torch import load_file, save_file
 
 from build import corpus, vocab
 from build.marian import ModelShape, marian_config, new_model
+from handler.config import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 TRACKED_CHECKPOINT_DIR = REPO_ROOT / "model_artifacts" / "training-checkpoint"
 TRACKED_WEIGHTS = "model.fp16.safetensors"
 TRACKED_STATE = "trainer_state.json"

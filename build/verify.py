@@ -203,7 +203,7 @@ def _exact_match(left: list[list[int]], right: list[list[int]]) -> float:
 
 
 def _open(encoder: Path, decoder: Path, spec: ModelSpec) -> Any:
-    from handler.model.sessions import OnnxMarian
+    from handler.model.families.marian.sessions import OnnxMarian
 
     return OnnxMarian(encoder, decoder, spec, threads=1)
 

@@ -12,9 +12,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from handler.api.keys import parse_key_list, read_key_file
 from handler.errors import ConfigurationError
-from handler.text.glossary import Glossary, load_glossary
 
 # --- environment variable names -------------------------------------------------------------------------
 ENV_BUNDLE_DIR = "TRANSLATE_BUNDLE_DIR"
@@ -127,9 +125,25 @@ class RuntimeConfig:
     def with_overrides(self, **overrides: Any) -> RuntimeConfig:
         return replace(self, **overrides)
 
-    def load_glossary(self) -> Glossary:
-        """The deployment's glossary (empty without ``glossary_file``); ``ConfigurationError`` names the variable."""
-        return load_glossary(self.glossary_file, ENV_GLOSSARY_FILE) if self.glossary_file else Glossary()
+
+def parse_key_list(raw: str) -> tuple[str, ...]:
+    """``TRANSLATE_API_KEYS``: comma-separated keys, spaces around each trimmed, empty entries dropped."""
+    return tuple(key.strip() for key in raw.split(",") if key.strip())
+
+
+def read_key_file(path: Path, variable: str) -> tuple[str, ...]:
+    """The keys in ``path``: one per line, blank lines and ``#`` comments ignored; at least one key."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigurationError(f"{variable}={str(path)!r} cannot be read: {type(error).__name__}") from None
+    keys = tuple(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
+    if not keys:
+        raise ConfigurationError(f"{variable}={str(path)!r} holds no key; write one key per line")
+    for number, key in enumerate(keys, 1):
+        if "," in key or any(ch.isspace() for ch in key):
+            raise ConfigurationError(f"{variable}: key {number} holds a comma or a space; keys are single tokens")
+    return keys
 
 
 T = TypeVar("T")

@@ -53,3 +53,9 @@ class StorageError(TranslatorError):
     retry; nothing was written, and the platform retries the event."""
 
     code = "storage_unavailable"
+
+
+class UnauthorizedError(TranslatorError):
+    """A request without a valid API key where the deployment requires one (TRANSLATE_API_KEYS): 401 on every API."""
+
+    code = "unauthorized"

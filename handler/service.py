@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from handler.config import ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
+from handler.config import ENV_GLOSSARY_FILE, ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
 from handler.model.batching import (
     WIDTH_MULTIPLE,
@@ -36,15 +36,15 @@ from handler.model.batching import (
     restore_order,
 )
 from handler.model.families.base import SearchRequest
-from handler.model.families.marian.tokenizer import require_unicode
 from handler.model.loader import LoadedModel
 from handler.model.memory import release_free_heap
 from handler.text.cleaning import clean_translation
-from handler.text.glossary import Glossary
+from handler.text.glossary import Glossary, deployment_glossary
 from handler.text.markup import FORMATS, parse_markup
 from handler.text.script_conversion import AUTO, canonical_variant, default_converter
 from handler.text.segmentation import Document, split_document
 from handler.text.spans import ProtectedSpan, SpanKind, Translation, translate_protected
+from handler.text.validation import require_unicode
 
 OPTION_NAMES = (
     "beam_size",
@@ -182,7 +182,9 @@ class TranslationService:
     def __init__(self, model: LoadedModel, config: RuntimeConfig, glossary: Glossary | None = None) -> None:
         self.model = model
         self.config = config
-        self.glossary = glossary if glossary is not None else config.load_glossary()  # the deployment's
+        if glossary is None:  # the deployment's
+            glossary = deployment_glossary(config.glossary_file, ENV_GLOSSARY_FILE)
+        self.glossary = glossary
         self.scripts = default_converter()  # Traditional Chinese -> the model's script
         self._tokenizer = model.tokenizer
         self._spec = model.spec

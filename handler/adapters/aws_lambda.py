@@ -28,7 +28,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from handler.api.access_log import configure_logging
-from handler.api.router import UNREADABLE_PATH, HttpApi, HttpRequest, HttpResponse
+from handler.api.messages import UNREADABLE_PATH, HttpRequest, HttpResponse
+from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
 from handler.errors import InvalidRequestError
 from handler.storage.bulk import handle_object_event

@@ -32,7 +32,8 @@ import functions_framework
 from cloudevents.http.event import CloudEvent
 
 from handler.api.access_log import configure_logging
-from handler.api.router import HttpApi, HttpRequest
+from handler.api.messages import HttpRequest
+from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
 from handler.storage.bulk import BulkError, handle_object_event
 from handler.storage.events import storage_object

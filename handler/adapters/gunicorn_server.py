@@ -74,9 +74,9 @@ def main(argv: list[str] | None = None) -> None:
     from functions_framework import create_app
     from functions_framework._http import create_server  # what the functions-framework command calls
 
-    app = create_app(args.target, args.source, args.signature_type)
+    app = create_app(args.target, args.source, args.signature_type)  # type: ignore[no-untyped-call]
     route_every_path_to_the_function(app)
-    create_server(app, False, **options).run(args.host, args.port)
+    create_server(app, False, **options).run(args.host, args.port)  # type: ignore[no-untyped-call]
 
 
 def route_every_path_to_the_function(app: Any) -> None:

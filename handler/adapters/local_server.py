@@ -15,7 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from handler.api.access_log import configure_logging
-from handler.api.router import UNREADABLE_PATH, HttpApi, HttpRequest, HttpResponse, RequestRefusedError
+from handler.api.messages import UNREADABLE_PATH, HttpRequest, HttpResponse, RequestRefusedError
+from handler.api.router import HttpApi
 from handler.errors import InvalidRequestError
 
 # the standard library server's own refusals, by status: this API's error codes

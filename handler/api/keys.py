@@ -23,33 +23,10 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-
-from handler.errors import ConfigurationError
 
 API_KEY_HEADER = "x-api-key"
 BEARER_SCHEMES = ("bearer", "deepl-auth-key")  # lower-case; Authorization schemes whose credential is a key
 REALM = "zh-en-translate"
-
-
-def parse_key_list(raw: str) -> tuple[str, ...]:
-    """``TRANSLATE_API_KEYS``: comma-separated keys, spaces around each trimmed, empty entries dropped."""
-    return tuple(key.strip() for key in raw.split(",") if key.strip())
-
-
-def read_key_file(path: Path, variable: str) -> tuple[str, ...]:
-    """The keys in ``path``: one per line, blank lines and ``#`` comments ignored; at least one key."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigurationError(f"{variable}={str(path)!r} cannot be read: {type(error).__name__}") from None
-    keys = tuple(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
-    if not keys:
-        raise ConfigurationError(f"{variable}={str(path)!r} holds no key; write one key per line")
-    for number, key in enumerate(keys, 1):
-        if "," in key or any(ch.isspace() for ch in key):
-            raise ConfigurationError(f"{variable}: key {number} holds a comma or a space; keys are single tokens")
-    return keys
 
 
 def presented_key(headers: Mapping[str, str], parameter: str | None = None) -> str | None:

@@ -7,15 +7,15 @@ An adapter turns its platform's request into an ``HttpRequest``, calls ``HttpApi
                      ``format``, ``glossary``, ...) → ``{"translation": "..."}`` or ``{"translations": [...]}``
                      with ``model``, ``bundle_hash`` and ``elapsed_ms``; ``"spans": true`` adds ``spans``, each
                      translation's protected spans and glossary hits (``kind``, ``source``, ``target``).
-``GET /``            the two-pane web page (``handler/api/web/index.html``) with the limits injected.
+``GET /``            the two-pane web page (``handler.api.page``) with the limits injected.
 ``GET /healthz``     model name, bundle hash, warm state, cold-start timings, limits and whether an API key is
                      required (503 while unavailable).
 ``GET /openapi.json`` the OpenAPI 3.1 description of every route, this one and the drop-in APIs' included
                      (``handler.api.openapi``).
 
-Every error is ``{"error": {"code": "...", "message": "..."}}``; this module is the only place that maps the
-``handler.errors`` hierarchy to HTTP statuses. Unexpected exceptions are logged with their traceback and answered
-500 with a message that holds no internals.
+Every error is ``{"error": {"code": "...", "message": "..."}}``; ``handler.api.messages`` is the only place that
+maps the ``handler.errors`` hierarchy to HTTP statuses. Unexpected exceptions are logged with their traceback and
+answered 500 with a message that holds no internals.
 
 With API keys configured (``handler.api.keys``), ``POST /translate`` without a valid key is answered 401 with a
 ``WWW-Authenticate`` header; the page, ``/healthz``, ``/openapi.json`` and CORS preflights stay open (they carry no
@@ -26,16 +26,9 @@ response carries the security headers of ``SECURITY_HEADERS`` (the page more, ``
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import logging
-import re
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from email.message import Message
-from pathlib import Path
 from typing import Any
 
 from handler.api.access_log import (
@@ -46,120 +39,54 @@ from handler.api.access_log import (
     logged_body,
     request_id_for,
 )
+from handler.api.compat import CompatApis
 from handler.api.keys import ApiKeys, presented_key
-from handler.coldstart import Startup
-from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS, MAX_BEAM_SIZE
-from handler.errors import (
-    ConfigurationError,
-    DeadlineExceededError,
-    InvalidRequestError,
-    ModelUnavailableError,
-    RequestTooLargeError,
-    TranslatorError,
+from handler.api.messages import (
+    INTERNAL_ERROR_MESSAGE,
+    JSON_TYPE,
+    STATUS_BY_ERROR,
+    UNREADABLE_PATH,
+    HttpError,
+    HttpRequest,
+    HttpResponse,
+    MethodNotAllowedError,
+    NotFoundError,
+    RequestRefusedError,
+    UnsupportedMediaTypeError,
+    error_response,
+    json_response,
+    media_type_of,
+    response_for_error,
+    status_for,
 )
-from handler.model.families.marian.tokenizer import require_unicode
+from handler.api.openapi import build_document
+from handler.api.page import PAGE_SECURITY_HEADERS, page_security_policy, render_page
+from handler.coldstart import Startup
+from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS
+from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError, UnauthorizedError
 from handler.service import TextTranslation, TranslateOptions
+from handler.text.validation import require_unicode
+
+# the names adapters and tests take from here, defined in the leaf modules
+__all__ = [
+    "INTERNAL_ERROR_MESSAGE",
+    "STATUS_BY_ERROR",
+    "UNREADABLE_PATH",
+    "HttpApi",
+    "HttpError",
+    "HttpRequest",
+    "HttpResponse",
+    "RequestRefusedError",
+    "error_response",
+    "response_for_error",
+    "status_for",
+]
 
 logger = logging.getLogger(__name__)
 
-WEB_PAGE = Path(__file__).resolve().parent / "web" / "index.html"
-PAGE_CONFIG_PLACEHOLDER = "__TRANSLATOR_PAGE_CONFIG__"
-
-JSON_TYPE = "application/json"
 TEXT_FIELDS = ("text", "texts")
 SPANS_FIELD = "spans"  # true: the response lists each translation's protected spans and glossary hits
 
-
-@dataclass(frozen=True)
-class HttpRequest:
-    """A request as every adapter sees it. ``headers`` keys are lower-case (``HttpRequest.create`` does that)."""
-
-    method: str
-    path: str
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    platform_request_id: str | None = None  # the platform's id of the request (Lambda's requestContext.requestId)
-
-    @classmethod
-    def create(
-        cls,
-        method: str,
-        path: str,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
-        body: bytes | None = None,
-        platform_request_id: str | None = None,
-    ) -> HttpRequest:
-        """Normalise: upper-case method, lower-case header names (repeated headers joined with ", ")."""
-        pairs = headers.items() if isinstance(headers, Mapping) else headers
-        merged: dict[str, str] = {}
-        for name, value in pairs:
-            key = name.lower()
-            merged[key] = f"{merged[key]}, {value}" if key in merged else str(value)
-        return cls(method.upper(), path or "/", merged, body or b"", platform_request_id)
-
-
-@dataclass(frozen=True)
-class HttpResponse:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    def body_text(self) -> str:
-        return self.body.decode("utf-8")
-
-
-# --- errors that exist only at the HTTP edge (one type per status) -------------------------------------------
-class HttpError(Exception):
-    status = 500
-    code = "internal_error"
-
-
-class NotFoundError(HttpError):
-    status = 404
-    code = "not_found"
-
-
-class MethodNotAllowedError(HttpError):
-    status = 405
-    code = "method_not_allowed"
-
-    def __init__(self, message: str, allowed: tuple[str, ...]) -> None:
-        super().__init__(message)
-        self.allowed = allowed
-
-
-class UnsupportedMediaTypeError(HttpError):
-    status = 415
-    code = "unsupported_media_type"
-
-
-class UnauthorizedError(HttpError):
-    status = 401
-    code = "unauthorized"
-
-
-class RequestRefusedError(HttpError):
-    """A request the adapter's transport refused before this API could read it (a malformed request line, a
-    header too large, a Content-Length that is not a number), answered with the transport's status."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = int(status)  # an HTTPStatus is logged as its number
-        self.code = code
-
-
-# most specific first: BundleError is a ModelUnavailableError
-STATUS_BY_ERROR: tuple[tuple[type[TranslatorError], int], ...] = (
-    (InvalidRequestError, 400),
-    (RequestTooLargeError, 413),
-    (ModelUnavailableError, 503),
-    (DeadlineExceededError, 503),
-    (ConfigurationError, 500),
-    (TranslatorError, 500),
-)
-
-UNREADABLE_PATH = "/(unreadable)"  # the path of a request its adapter could not read: never a route, logged "(unknown)"
-INTERNAL_ERROR_MESSAGE = "internal error while translating; the function's log has the details"
 
 # methods each route answers (HEAD is answered like GET, without a body; OPTIONS is the CORS preflight)
 ROUTES: dict[str, tuple[str, ...]] = {
@@ -176,32 +103,13 @@ SECURITY_HEADERS: dict[str, str] = {
     "Referrer-Policy": "no-referrer",
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
 }
-# on the page, besides its own Content-Security-Policy (script hashes) and SECURITY_HEADERS
-PAGE_SECURITY_HEADERS: dict[str, str] = {
-    "Cache-Control": "no-cache",
-    "Permissions-Policy": "accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), "
-    "microphone=(), payment=(), usb=()",
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Cross-Origin-Resource-Policy": "same-origin",
-}
 HSTS = "max-age=31536000"  # only on requests that arrived over HTTPS (X-Forwarded-Proto: https)
-
-
-def status_for(error: TranslatorError) -> int:
-    for kind, status in STATUS_BY_ERROR:
-        if isinstance(error, kind):
-            return status
-    return 500
 
 
 class HttpApi:
     """Routes requests to the translation service; built once per cold start from a ``Startup``."""
 
     def __init__(self, startup: Startup) -> None:
-        # here, not at the top: the drop-in APIs build on this module's types
-        from handler.api.compat import CompatApis
-        from handler.api.openapi import build_document
-
         self.startup = startup
         self.config = startup.config
         self.keys = ApiKeys.of(startup.config.api_keys)
@@ -210,8 +118,8 @@ class HttpApi:
         info = startup.service.info() if startup.service is not None else {}
         self._model = info.get("model")
         self._bundle_hash = info.get("bundle_hash")
-        self._page = _render_page(startup, self.keys.required)
-        self._page_csp = _page_security_policy(self._page)
+        self._page = render_page(startup, self.keys.required)
+        self._page_csp = page_security_policy(self._page)
         self._openapi = json.dumps(build_document(self.config), ensure_ascii=False).encode("utf-8")
         # JSON escapes a character in at most 12 bytes (an emoji: "\ud83d\ude00"); the margin covers keys, options
         # and a batch
@@ -253,14 +161,15 @@ class HttpApi:
             response = error_response(error.status, error.code, str(error))
             if isinstance(error, MethodNotAllowedError):
                 response.headers["Allow"] = ", ".join(error.allowed)
-            if isinstance(error, UnauthorizedError):
-                response.headers["WWW-Authenticate"] = self.keys.www_authenticate()
             return response, error.code
         except TranslatorError as error:
             route = self._route_name(request)
             if status_for(error) >= 500:
                 logger.error("%s %s failed: %s: %s", request.method, route, type(error).__name__, error)
-            return response_for_error(error), error.code
+            response = response_for_error(error)
+            if isinstance(error, UnauthorizedError):
+                response.headers["WWW-Authenticate"] = self.keys.www_authenticate()
+            return response, error.code
         except Exception:
             logger.exception("%s %s failed with an unexpected error", request.method, self._route_name(request))
             return error_response(500, "internal_error", INTERNAL_ERROR_MESSAGE), "internal_error"
@@ -333,7 +242,7 @@ class HttpApi:
     def _health(self) -> HttpResponse:
         report = self.startup.health()
         report["api_key_required"] = self.keys.required  # whether, never which
-        return _json_response(200 if self.startup.service is not None else 503, report)
+        return json_response(200 if self.startup.service is not None else 503, report)
 
     def _translate(self, request: HttpRequest) -> HttpResponse:
         payload = self._json_body(request)
@@ -356,7 +265,7 @@ class HttpApi:
             bundle_hash=self._bundle_hash,
             elapsed_ms=round((time.perf_counter() - began) * 1000, 1),
         )
-        return _json_response(200, result)
+        return json_response(200, result)
 
     def _json_body(self, request: HttpRequest) -> Any:
         raw_type = request.headers.get("content-type", "")
@@ -464,16 +373,6 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
-def media_type_of(content_type: str) -> tuple[str, str | None]:
-    """``("application/json", "utf-8")`` from a Content-Type header; ``("", None)`` without one."""
-    if not content_type:
-        return "", None
-    message = Message()
-    message["content-type"] = content_type
-    charset = message.get_param("charset")
-    return message.get_content_type().lower(), charset if isinstance(charset, str) else None
-
-
 def _normalise_path(path: str) -> str:
     path = path.split("?", 1)[0]
     if len(path) > 1:
@@ -481,54 +380,3 @@ def _normalise_path(path: str) -> str:
     return path or "/"
 
 
-# --- responses --------------------------------------------------------------------------------------------
-def _json_response(status: int, payload: Mapping[str, Any]) -> HttpResponse:
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    return HttpResponse(status, {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"}, body)
-
-
-def error_response(status: int, code: str, message: str) -> HttpResponse:
-    """This API's error body, ``{"error": {"code", "message"}}``."""
-    return _json_response(status, {"error": {"code": code, "message": message}})
-
-
-def response_for_error(error: TranslatorError) -> HttpResponse:
-    """The JSON error response for one of our errors, with the status ``STATUS_BY_ERROR`` gives it."""
-    return error_response(status_for(error), error.code, str(error))
-
-
-# --- the web page -----------------------------------------------------------------------------------------
-def _render_page(startup: Startup, key_required: bool) -> bytes:
-    """The page with the server's limits injected, so its counter warns before the server refuses."""
-    config = startup.config
-    page_config = {
-        "maxChars": config.max_chars,
-        "maxTexts": config.max_texts,
-        "defaultBeamSize": config.beam_size,
-        "maxBeamSize": MAX_BEAM_SIZE,
-        "maxCharsVariable": ENV_MAX_CHARS,
-        "available": startup.service is not None,
-        "keyRequired": key_required,
-        "error": None if startup.error is None else str(startup.error),
-    }
-    # safe inside <script type="application/json">: no "<" can close the element
-    encoded = json.dumps(page_config, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
-    template = WEB_PAGE.read_text(encoding="utf-8")
-    if PAGE_CONFIG_PLACEHOLDER not in template:
-        raise ConfigurationError(f"{WEB_PAGE} lacks the {PAGE_CONFIG_PLACEHOLDER} placeholder")
-    return template.replace(PAGE_CONFIG_PLACEHOLDER, encoded).encode("utf-8")
-
-
-_INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.DOTALL)
-
-
-def _page_security_policy(page: bytes) -> str:
-    """Allow exactly the page's own inline script (by hash), its inline style and requests to its own origin."""
-    hashes = " ".join(
-        f"'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'"
-        for script in _INLINE_SCRIPT.findall(page)
-    )
-    return (
-        f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; connect-src 'self'; "
-        "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    )

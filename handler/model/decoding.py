@@ -32,7 +32,7 @@ EXCLUDED = np.float32(-1.0e9)
 
 
 class StepModel(Protocol):
-    """What the searches need from a model (``handler.model.sessions.OnnxMarian`` is the real one).
+    """What the searches need from a model (``handler.model.families.marian.sessions.OnnxMarian`` is one).
 
     Every array in the ``cross`` and ``past`` lists has the batch row on axis 0.
     """

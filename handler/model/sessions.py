@@ -41,7 +41,6 @@ import onnxruntime as ort  # noqa: E402
 from handler.errors import BundleError  # noqa: E402
 from handler.model import bundle  # noqa: E402
 from handler.model.bundle import ModelSpec  # noqa: E402
-from handler.model.families import marian  # noqa: E402
 from handler.model.families.base import GraphContract  # noqa: E402
 
 PROVIDERS = ["CPUExecutionProvider"]
@@ -311,19 +310,3 @@ class OnnxEncoderDecoder:
         feeds.update(zip(self._cross_names, cross, strict=True))
         outputs = self.decoder.run(self._decoder_outputs, feeds)
         return outputs[0], list(outputs[1:])
-
-
-class OnnxMarian(OnnxEncoderDecoder):
-    """A Marian bundle's sessions (the build's verification and the tests construct them by this name)."""
-
-    def __init__(
-        self,
-        encoder_path: Path | str,
-        decoder_path: Path | str,
-        spec: ModelSpec,
-        *,
-        threads: int = 1,
-        spinning: bool = False,
-    ) -> None:
-        contract = marian.graph_contract(spec.decoder_layers)
-        super().__init__(encoder_path, decoder_path, spec, contract, threads=threads, spinning=spinning)

@@ -46,7 +46,7 @@ class RetryPolicy:
     def backoff(self, failed_attempts: int, draw: Callable[[], float] = random.random) -> float:
         """Seconds to wait after ``failed_attempts`` failures (1, 2, ...), jittered."""
         ceiling = min(self.max_backoff_s, self.first_backoff_s * 2 ** (failed_attempts - 1))
-        return ceiling * (0.5 + 0.5 * draw())
+        return float(ceiling * (0.5 + 0.5 * draw()))
 
 
 class RetryingStore:

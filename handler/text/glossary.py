@@ -132,3 +132,9 @@ def _tsv(raw: str) -> dict[str, str]:
             raise InvalidRequestError(f"line {number} has no tab between the term and its target")
         terms[source] = target
     return terms
+
+
+def deployment_glossary(path: Path | None, variable: str) -> Glossary:
+    """The deployment's glossary (``TRANSLATE_GLOSSARY_FILE``): empty without a file; ``ConfigurationError`` names
+    ``variable`` when the file cannot be used."""
+    return load_glossary(path, variable) if path is not None else Glossary()

@@ -28,9 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from itertools import count
+from typing import TYPE_CHECKING
 
 from handler.errors import InvalidRequestError
 from handler.text.spans import MARKUP_CLOSE, MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE, has_chinese
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 FORMATS = ("text", "html", "markdown")
 
@@ -322,8 +326,8 @@ def _tag_parts(raw: str, builder: _Builder) -> list[Part]:
 # --- Markdown ----------------------------------------------------------------------------------------------------
 
 
-def _markdown_parser():  # type: ignore[no-untyped-def]
-    from markdown_it import MarkdownIt
+def _markdown_parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt  # on the first Markdown request, not at cold start
 
     parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
     parser.disable("text_join")  # entities and escapes stay tokens of their own (their source is not their text)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from handler.api import keys as api_keys
-from handler.api.keys import ApiKeys, presented_key, read_key_file
+from handler.api.keys import ApiKeys, presented_key
 from handler.coldstart import start
-from handler.config import ENV_API_KEYS_FILE, RuntimeConfig
+from handler.config import ENV_API_KEYS_FILE, RuntimeConfig, read_key_file
 from handler.errors import ConfigurationError
 from tests.adapters.conftest import RealHttpClient, function_env, start_functions_framework
 

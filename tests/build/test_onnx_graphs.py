@@ -13,7 +13,7 @@ from build.export import LoadedCheckpoint, load_checkpoint
 from build.onnx_graphs import export_graphs
 from handler.model import bundle
 from handler.model.decoding import greedy_search
-from handler.model.sessions import OnnxMarian
+from handler.model.families.marian.sessions import OnnxMarian
 
 pytestmark = pytest.mark.slow
 

@@ -98,7 +98,7 @@ def test_a_tied_embedding_is_stored_once_in_the_decoder_and_computes_the_same(
     from build import verify
     from build.export import load_checkpoint
     from build.quantize import find_tied_embedding, quantize_graph
-    from handler.model.sessions import OnnxMarian
+    from handler.model.families.marian.sessions import OnnxMarian
 
     checkpoint = load_checkpoint(tiny_marian_dir)
     model = checkpoint.model
@@ -143,7 +143,7 @@ def test_per_row_activations_make_each_row_independent_of_its_batch(tiny_marian_
     from build import verify
     from build.export import load_checkpoint
     from build.quantize import quantize_graph
-    from handler.model.sessions import OnnxMarian
+    from handler.model.families.marian.sessions import OnnxMarian
 
     checkpoint = load_checkpoint(tiny_marian_dir)
     encoder, decoder = export_graphs(checkpoint.model, tmp_path / "fp32")
@@ -189,7 +189,7 @@ def test_a_tied_embedding_is_stored_once_for_both_graphs(tiny_marian_dir: Path, 
     from build import verify
     from build.export import load_checkpoint
     from build.quantize import QuantizationSettings, quantize_pair
-    from handler.model.sessions import OnnxMarian
+    from handler.model.families.marian.sessions import OnnxMarian
 
     checkpoint = load_checkpoint(tiny_marian_dir)
     model = checkpoint.model
@@ -229,7 +229,7 @@ def test_a_shared_embedding_of_the_wrong_size_is_refused_naming_the_file(tiny_bu
     import shutil
 
     from handler.errors import BundleError
-    from handler.model.sessions import OnnxMarian
+    from handler.model.families.marian.sessions import OnnxMarian
 
     folder = tmp_path / "bundle"
     shutil.copytree(tiny_bundle_dir, folder)

@@ -9,6 +9,7 @@ import pytest
 from handler import config as cfg
 from handler.config import RuntimeConfig
 from handler.errors import ConfigurationError
+from handler.text.glossary import Glossary, deployment_glossary
 
 
 def test_defaults_suit_a_2048_mb_function() -> None:
@@ -190,13 +191,16 @@ def test_threads_zero_means_one_per_cpu_up_to_two(monkeypatch: pytest.MonkeyPatc
 
 
 def test_the_glossary_comes_from_its_file_or_is_empty(tmp_path: Path) -> None:
-    assert RuntimeConfig().load_glossary().terms == ()
+    def glossary_of(config: RuntimeConfig) -> Glossary:
+        return deployment_glossary(config.glossary_file, cfg.ENV_GLOSSARY_FILE)
+
+    assert glossary_of(RuntimeConfig()).terms == ()
     tsv = tmp_path / "glossary.tsv"
     tsv.write_text("模型\tmodel\n", encoding="utf-8")
-    assert RuntimeConfig.from_env({"TRANSLATE_GLOSSARY_FILE": str(tsv)}).load_glossary().as_dict() == {"模型": "model"}
+    assert glossary_of(RuntimeConfig.from_env({"TRANSLATE_GLOSSARY_FILE": str(tsv)})).as_dict() == {"模型": "model"}
     missing = tmp_path / "missing.tsv"
     with pytest.raises(ConfigurationError, match=r"TRANSLATE_GLOSSARY_FILE"):
-        RuntimeConfig(glossary_file=missing).load_glossary()
+        glossary_of(RuntimeConfig(glossary_file=missing))
 
 
 def test_the_number_parsers_convert_or_name_the_variable() -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from handler.api import router
+from handler.api import page
 from handler.api.router import (
     INTERNAL_ERROR_MESSAGE,
     PAGE_SECURITY_HEADERS,
@@ -369,7 +369,7 @@ def test_the_policy_lists_every_inline_script_of_the_template(tmp_path: Path, mo
         b'<script id="page-config" type="application/json">__TRANSLATOR_PAGE_CONFIG__</script>'
         + b"".join(b"<script>" + script + b"</script>" for script in scripts)
     )
-    monkeypatch.setattr(router, "WEB_PAGE", template)
+    monkeypatch.setattr(page, "WEB_PAGE", template)
     policy = call(make_api(), "GET", "/").headers["Content-Security-Policy"]
     hashes = [f"'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'" for script in scripts]
     assert f"script-src {hashes[0]} {hashes[1]}; " in policy
@@ -380,7 +380,7 @@ def test_a_page_template_without_its_placeholder_stops_the_start(
 ) -> None:
     template = tmp_path / "index.html"
     template.write_text("<html>no placeholder</html>", encoding="utf-8")
-    monkeypatch.setattr(router, "WEB_PAGE", template)
+    monkeypatch.setattr(page, "WEB_PAGE", template)
     with pytest.raises(ConfigurationError) as caught:
         unavailable_api()
     assert str(caught.value) == f"{template} lacks the __TRANSLATOR_PAGE_CONFIG__ placeholder"

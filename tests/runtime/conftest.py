@@ -14,8 +14,8 @@ import pytest
 
 from handler.config import RuntimeConfig
 from handler.model.bundle import ModelSpec
+from handler.model.families.marian.sessions import OnnxMarian
 from handler.model.loader import LoadedModel, load_model
-from handler.model.sessions import OnnxMarian
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ from handler.model.decoding import (
     content_ids,
     greedy_search,
 )
-from handler.model.sessions import OnnxMarian
+from handler.model.families.marian.sessions import OnnxMarian
 from tests.runtime.step_models import CountingModel, LoopingModel
 
 MAX_NEW_TOKENS = 40

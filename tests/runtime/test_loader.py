@@ -122,7 +122,7 @@ def test_a_folder_without_manifest_or_a_missing_folder(tmp_path: Path) -> None:
 
 
 def test_onnx_graphs_with_other_names_are_refused(bundle_copy: Path) -> None:
-    from handler.model.sessions import OnnxMarian
+    from handler.model.families.marian.sessions import OnnxMarian
 
     manifest = load_bundle(bundle_copy)
     # the decoder graph where the encoder belongs: wrong inputs and outputs

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from handler.model.families.marian.sessions import OnnxMarian
 from handler.model.loader import LoadedModel
-from handler.model.sessions import OnnxMarian, session_options
+from handler.model.sessions import session_options
 from tests.runtime.conftest import run_probe
 
 

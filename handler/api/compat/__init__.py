@@ -12,8 +12,8 @@ texts) and the errors underneath are the service's (``handler.errors``). ``handl
 from __future__ import annotations
 
 from handler.api.compat.deepl import DeepLApi
-from handler.api.compat.fields import HttpRequest, HttpResponse
 from handler.api.compat.libretranslate import LibreTranslateApi
+from handler.api.messages import HttpRequest, HttpResponse
 from handler.coldstart import Startup
 
 

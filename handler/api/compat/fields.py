@@ -9,13 +9,20 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from handler.api.keys import ApiKeys, presented_key
-from handler.api.router import HttpRequest, HttpResponse, media_type_of
-from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError
+from handler.api.messages import JSON_TYPE, HttpRequest, HttpResponse, media_type_of
+from handler.errors import InvalidRequestError, RequestTooLargeError, UnauthorizedError
 
 FORM_TYPE = "application/x-www-form-urlencoded"
-JSON_TYPE = "application/json"
 
-__all__ = ["HttpRequest", "HttpResponse", "RequestFields", "read_fields", "json_response", "key_is_valid"]
+__all__ = [
+    "HttpRequest",
+    "HttpResponse",
+    "RequestFields",
+    "UnauthorizedError",
+    "json_response",
+    "key_is_valid",
+    "read_fields",
+]
 
 
 class ApiStatus(Exception):
@@ -24,12 +31,6 @@ class ApiStatus(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
-
-
-class UnauthorizedError(TranslatorError):
-    """A drop-in API request without a valid API key, when the deployment sets TRANSLATE_API_KEYS."""
-
-    code = "unauthorized"
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,9 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from handler.errors import BundleError, InvalidRequestError
+from handler.errors import BundleError
 from handler.model.bundle import NORMALIZATION_NFKC, NORMALIZATION_NONE, SOURCE_SPM, TARGET_SPM, VOCAB_JSON, ModelSpec
+from handler.text.validation import require_unicode
 
 SPIECE_UNDERLINE = "▁"
 EOS_TOKEN = "</s>"
@@ -161,16 +162,6 @@ class SentencePieceTokenizer:
 
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
         return [self.decode(ids) for ids in batch]
-
-
-def require_unicode(text: str, name: str = "the text") -> None:
-    """``InvalidRequestError`` when ``text`` holds a lone UTF-16 surrogate (JSON can carry one: "\\ud800")."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise InvalidRequestError(
-            f"{name} holds an unpaired UTF-16 surrogate at character {error.start:,}; send valid Unicode text"
-        ) from None
 
 
 def _read_vocab(path: Path) -> dict[str, int]:
