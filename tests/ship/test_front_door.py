@@ -108,13 +108,54 @@ def test_local_run_script_serves_the_page_and_translates(tiny_bundle_dir: Path) 
     assert answer["translation"].strip()
 
 
-def test_readme_documents_every_setting_and_only_real_make_targets() -> None:
+CONFIGURATION_PAGE = REPO_ROOT / "docs" / "configuration.md"
+# read by functions-framework itself, through handler/adapters/gunicorn_server.py
+FUNCTIONS_FRAMEWORK_VARIABLES = {"WORKERS", "THREADS", "GUNICORN_LOG_LEVEL"}
+_READ_IN_PYTHON = re.compile(
+    r"""(?:environ|env)(?:\.get|\.setdefault)?\(\s*["']([A-Z][A-Z0-9_]+)["']|environ\[["']([A-Z][A-Z0-9_]+)["']"""
+)
+_ENV_CONSTANT = re.compile(r"""^\w*ENV\w* = ["']([A-Z][A-Z0-9_]+)["']""", re.M)
+_READ_IN_SHELL = re.compile(r"\$\{([A-Z][A-Z0-9_]+):-")
+
+
+def variables_the_code_reads() -> set[str]:
+    """Every environment variable handler/ and the infra scripts read (not those a script assigns itself)."""
+    found = set(FUNCTIONS_FRAMEWORK_VARIABLES)
+    for path in (REPO_ROOT / "handler").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        found |= {a or b for a, b in _READ_IN_PYTHON.findall(text)} | set(_ENV_CONSTANT.findall(text))
+    for path in (REPO_ROOT / "infra").rglob("*.sh"):
+        text = path.read_text(encoding="utf-8")
+        # a script's own variable is assigned from something else; `NAME="${NAME:-default}"` reads NAME
+        local = {
+            name
+            for name, value in re.findall(r"^\s*(?:local\s+)?([A-Z][A-Z0-9_]+)=(.*)$", text, re.M)
+            if not value.startswith(f'"${{{name}:-')
+        }
+        found |= set(_READ_IN_SHELL.findall(text)) - local
+    return found
+
+
+def test_every_variable_the_code_reads_is_documented() -> None:
+    page = CONFIGURATION_PAGE.read_text(encoding="utf-8")
+    read = variables_the_code_reads()
+    assert {value for name, value in vars(runtime_config).items() if name.startswith("ENV_")} <= read
+    assert {"GUNICORN_KEEPALIVE", "MALLOC_ARENA_MAX", "ORT_DISABLE_TELEMETRY", "STAGE_DIR", "FUNCTION_TARGET"} <= read
+    missing = sorted(variable for variable in read if f"`{variable}`" not in page)
+    assert not missing, f"docs/configuration.md does not document {missing}"
+
+
+def test_readme_is_a_front_door_naming_only_real_make_targets() -> None:
     readme = README.read_text()
-    settings = {value for name, value in vars(runtime_config).items() if name.startswith("ENV_")}
-    missing = sorted(s for s in settings if f"`{s}`" not in readme)
-    assert not missing, f"README's configuration table lacks {missing}"
+    assert len(readme.splitlines()) <= 200
     rules = set(re.findall(r"^([A-Za-z][\w-]*):", MAKEFILE.read_text(), flags=re.MULTILINE))
-    mentioned = set(re.findall(r"`make ([a-z][\w-]*)", readme)) | set(re.findall(r"^make ([a-z][\w-]*)", readme, re.M))
-    assert mentioned <= rules, f"README mentions make targets that do not exist: {sorted(mentioned - rules)}"
+    for page in (README, *sorted((REPO_ROOT / "docs").glob("*.md"))):
+        text = page.read_text(encoding="utf-8")
+        mentioned = set(re.findall(r"`make ([a-z][\w-]*)", text)) | set(re.findall(r"^make ([a-z][\w-]*)", text, re.M))
+        assert mentioned <= rules, f"{page.name} mentions make targets that do not exist: {sorted(mentioned - rules)}"
     first_commands = re.findall(r"^make \w+", readme, flags=re.MULTILINE)[:2]
     assert first_commands == ["make run", "make test"], "the two quick-start commands come first"
+    # every docs page the README links to exists, and every page of docs/ is linked from it
+    linked = set(re.findall(r"\(docs/([\w.-]+\.md)\)", readme))
+    pages = {p.name for p in (REPO_ROOT / "docs").glob("*.md")}
+    assert linked == pages, f"README links missing {sorted(linked - pages)}, does not link {sorted(pages - linked)}"

@@ -401,3 +401,21 @@ def test_gcp_stage_without_a_bundle_says_how_to_build_one(tmp_path: Path) -> Non
     )
     assert result.returncode == 2
     assert "BUNDLE=model_artifacts/default: no bundle there; build one first: make model" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "1", "999", "1000", "20000", "-5", "01000"])
+def test_the_templates_part_chars_accepts_what_the_runtime_accepts(template: dict[str, Any], value: str) -> None:
+    # PartChars had MinValue 0, so a deploy with 1-999 succeeded and the function then failed its start-up
+    import re
+
+    from handler.errors import ConfigurationError
+
+    parameter = template["Parameters"]["PartChars"]
+    accepted_by_template = re.fullmatch(parameter["AllowedPattern"], value) is not None
+    try:
+        RuntimeConfig.from_env({runtime_config.ENV_PART_CHARS: value})
+        accepted_by_runtime = True
+    except ConfigurationError:
+        accepted_by_runtime = False
+    assert accepted_by_template == accepted_by_runtime or value == "01000"  # a leading zero: the runtime reads 1000
+    assert not accepted_by_template or accepted_by_runtime
