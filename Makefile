@@ -153,11 +153,11 @@ train: $(DEV_STAMP)
 		apt-get install -y -qq libjemalloc2 >/dev/null 2>&1 || echo "could not install libjemalloc2; training without it"; \
 	fi
 	@if [ -e "$(JEMALLOC)" ]; then \
-		echo "LD_PRELOAD=$(JEMALLOC) $(VENV)/bin/python -m build.train $(TRAIN_ARGS)"; \
-		LD_PRELOAD="$(JEMALLOC)" $(VENV)/bin/python -m build.train $(TRAIN_ARGS); \
+		echo "LD_PRELOAD=$(JEMALLOC) $(VENV)/bin/python -m build.training.train $(TRAIN_ARGS)"; \
+		LD_PRELOAD="$(JEMALLOC)" $(VENV)/bin/python -m build.training.train $(TRAIN_ARGS); \
 	else \
 		echo "no $(JEMALLOC): 'apt-get install libjemalloc2' makes training about 2x faster"; \
-		$(VENV)/bin/python -m build.train $(TRAIN_ARGS); \
+		$(VENV)/bin/python -m build.training.train $(TRAIN_ARGS); \
 	fi
 
 eval: $(DEV_STAMP)

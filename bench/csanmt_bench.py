@@ -92,7 +92,6 @@ def measure_cold_start(bundle_dir: Path, threads: int) -> dict[str, Any]:
 
 def measure_speed(bundle_dir: Path, threads: int, repeats: int) -> dict[str, Any]:
     from handler import coldstart
-    from handler.model.batching import pad_batch
     from handler.model.families.base import SearchRequest
 
     service = coldstart.get_service(_config(bundle_dir, threads))
@@ -101,13 +100,13 @@ def measure_speed(bundle_dir: Path, threads: int, repeats: int) -> dict[str, Any
     steps = FORCED_TOKENS + 1  # FORCED_TOKENS tokens, then the end of sentence
     result: dict[str, Any] = {"source_tokens": statistics.mean(len(ids) for ids in encoded)}
     for batch_size in BATCH_SIZES:
-        ids, mask = pad_batch(encoded[:batch_size], loaded.spec.pad_id)
+        rows = encoded[:batch_size]
         for beam in BEAM_SIZES:
             request = SearchRequest(beam, steps, repetition_guard=False, min_new_tokens=FORCED_TOKENS)
             times, produced = [], 0
             for _ in range(repeats):
                 started = time.perf_counter()
-                outputs = loaded.decoding.search(loaded.model, ids, mask, request)
+                outputs = loaded.search(rows, request)
                 times.append(time.perf_counter() - started)
                 # a family whose maximum length excludes the end of sentence (CSANMT) stops at FORCED_TOKENS + 1
                 produced = sum(len(tokens) for tokens in outputs)

@@ -2,7 +2,7 @@
 
 ``model_artifacts/training-checkpoint`` holds the default model's training run as git carries it: fp16 weights
 without their tied copies, the tokenizer files and the trainer state, but no ``config.json``. ``write`` rebuilds
-an ordinary ``MarianMTModel`` folder from it (``build.train``'s own model shape and loader), which transformers
+an ordinary ``MarianMTModel`` folder from it (``build.training.train``'s own model shape and loader), which transformers
 loads and CTranslate2's converter converts.
 
 These weights are the main training run's latest checkpoint (its step is in ``trainer_state.json``), not the
@@ -39,7 +39,7 @@ def write(out_dir: Path, source: Path = TRAINING_CHECKPOINT, *, force: bool = Fa
         return out_dir
     from safetensors.torch import load_file
 
-    from build import train, vocab
+    from build.training import train, vocab
 
     config = train.TrainConfig()
     model = train.build_model(config, vocab.marian_vocab_size(source))

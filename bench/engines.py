@@ -71,7 +71,6 @@ def _runtime(job: dict[str, Any]) -> tuple[Callable[[str], str], Decode]:
     from handler import coldstart
     from handler.config import RuntimeConfig
     from handler.model import memory
-    from handler.model.batching import pad_batch
     from handler.model.families.base import SearchRequest
 
     service = coldstart.get_service(RuntimeConfig(bundle_dir=Path(job["model_dir"]), threads=job["threads"]))
@@ -81,9 +80,8 @@ def _runtime(job: dict[str, Any]) -> tuple[Callable[[str], str], Decode]:
     steps = job["forced_tokens"] + extra
 
     def decode(batch: Sequence[Sequence[int]], beam_size: int) -> list[list[int]]:
-        ids, mask = pad_batch([list(row) for row in batch], loaded.spec.pad_id)
         request = SearchRequest(beam_size=beam_size, max_new_tokens=steps, repetition_guard=False, min_new_tokens=steps)
-        return loaded.decoding.search(loaded.model, ids, mask, request)
+        return loaded.search(batch, request)
 
     def translate(text: str) -> str:
         ids = loaded.tokenizer.encode_batch([text])

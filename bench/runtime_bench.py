@@ -86,8 +86,9 @@ REQUEST_TEXTS = 32  # texts per request of the cost workload
 
 
 def build_checkpoint(out_dir: Path) -> None:
-    from build import corpus, vocab
-    from build.marian import ModelShape, marian_config, new_model
+    from build import corpus
+    from build.families.marian.configs import ModelShape, marian_config, new_model
+    from build.training import vocab
 
     pairs = corpus.dev_pairs()
     vocab.train_joint_sentencepiece([p.zh for p in pairs] + [p.en for p in pairs], out_dir, SPM_PIECES, seed=1)

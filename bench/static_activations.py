@@ -74,7 +74,7 @@ def calibrate(bundle_dir: Path, sentences: list[str], threads: int = 2) -> dict[
     from handler.model.batching import pad_batch
     from handler.model.families import family_named
     from handler.model.loader import load_bundle
-    from handler.model.sessions import _share_embedding, session_options
+    from handler.model.sessions import session_options, share_embedding
 
     manifest = load_bundle(bundle_dir, verify_hashes=False)
     spec = manifest.model
@@ -95,7 +95,7 @@ def calibrate(bundle_dir: Path, sentences: list[str], threads: int = 2) -> dict[
             path = Path(work) / name
             onnx.save(model, str(path))
             options = session_options(threads, False)
-            keep.append(_share_embedding(bundle_dir, spec, options))
+            keep.append(share_embedding(bundle_dir, spec, options))
             sessions[name] = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     seen: dict[str, list[np.ndarray]] = {s: [] for name in sources for s in sources[name]}
     encoder, decoder = sessions[bundle.ENCODER_ONNX], sessions[bundle.DECODER_ONNX]

@@ -2,12 +2,12 @@
 
     python -m bench.vocab_bench [--sizes 8000 16000 32000] [--sample 20000]
 
-For each size, trains the joint zh+en SentencePiece model exactly as ``build/train.py`` does (on the licence-clean
-training pairs) and prints, side by side: pieces holding Chinese characters, tokens per pair (training sample and
-dev set, both sides), the dev set's ``<unk>`` rate, the share of a decoder step's multiply-adds spent in the
+For each size, trains the joint zh+en SentencePiece model exactly as ``build/training/train.py`` does (on the
+licence-clean training pairs) and prints, side by side: pieces holding Chinese characters, tokens per pair (training
+sample and dev set, both sides), the dev set's ``<unk>`` rate, the share of a decoder step's multiply-adds spent in the
 output layer for the default shape, the decode cost per sentence relative to the first size, and the measured
-PyTorch training speed (forward + backward + AdamW, bf16 autocast where ``build.train`` would use it) on batches
-with each size's token lengths. A script, not a test: it takes a few minutes, and its training speeds only mean
+PyTorch training speed (forward + backward + AdamW, bf16 autocast where ``build.training.train`` would use it) on
+batches with each size's token lengths. A script, not a test: it takes a few minutes, and its training speeds only mean
 something on an otherwise idle machine.
 """
 
@@ -28,7 +28,8 @@ def _has_cjk(piece: str) -> bool:
 def measure(size: int, sample: int, work: Path) -> dict[str, float]:
     import sentencepiece as spm
 
-    from build import corpus, vocab
+    from build import corpus
+    from build.training import vocab
 
     pairs = corpus.training_pairs()
     dev = corpus.dev_pairs()
@@ -57,7 +58,7 @@ def measure(size: int, sample: int, work: Path) -> dict[str, float]:
 
 def decoder_step_macs(vocab_size: int) -> tuple[float, float]:
     """Multiply-adds per generated token in the default shape's decoder layers and in its output layer."""
-    from build.train import TrainConfig
+    from build.training.train import TrainConfig
 
     shape = TrainConfig().shape
     d, ffn = shape.d_model, shape.ffn_dim
@@ -69,7 +70,7 @@ def training_tokens_per_second(vocab_size: int, src_len: float, tgt_len: float, 
     import torch
     import torch.nn.functional as F
 
-    from build.train import TrainConfig, build_model, cpu_has_native_bf16, use_bf16_autocast
+    from build.training.train import TrainConfig, build_model, cpu_has_native_bf16, use_bf16_autocast
 
     config = TrainConfig()
     torch.set_num_threads(config.threads)

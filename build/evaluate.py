@@ -92,7 +92,7 @@ def fp32_bundle(checkpoint: str, int8_bundle: Path, work: Path) -> Path:
     import shutil
 
     from build.export import load_checkpoint
-    from build.onnx_graphs import export_graphs
+    from build.families.marian.graphs import export_graphs
 
     out = work / "fp32"
     export_graphs(load_checkpoint(checkpoint).model, out)

@@ -4,27 +4,11 @@ Weights become 8-bit initializers; activations are quantized per call by ONNX Ru
 so no calibration data is needed. Only ``MatMul`` nodes whose weight is an initializer are quantized (the
 attention score/context products stay FP32), and, when ``Gather`` is listed, the token embedding tables.
 
-Default preset: per-channel, reduced range, INT8 embeddings, tied embedding stored once. Decided by
-``python -m build.quantize --measure [--checkpoint DIR]`` on the default model's shape (d_model 256,
-6 encoder / 3 decoder layers, 4 heads, FFN 1024, vocab 16,001, tied embeddings), AMD EPYC with AVX2 but no
-VNNI, 1 intra-op thread, on a busy machine (step times are the best of 200; differences under ~20% are
-noise). Agreement is INT8 vs FP32 on ``build.verify.VERIFY_SENTENCES``, for the partly trained default model
-(step 778, 2026-11-30); a random model agreed 100% under every preset, which decides nothing.
+Default preset: per-channel, reduced range, INT8 embeddings, tied embedding stored once: the best agreement with
+FP32 for its size on a CPU without VNNI (``python -m bench.quantization_presets`` measures every preset; the
+figures and the reasoning are in ``docs/decisions.md``).
 
-    preset (bytes: both graphs)                       MB    top-1   greedy exact   step ms b1 / b16
-    FP32                                              82.0    -          -          1.75 / 5.13
-    per-tensor                                        21.7  99.2%       80%         0.37 / 2.94
-    per-tensor, reduced range                         21.7  99.2%       75%         0.36 / 3.00
-    per-channel                                       21.9  98.5%       65%         0.47 / 2.97
-    per-channel, reduced range                        21.9  99.6%       95%         0.46 / 2.92
-    per-channel, reduced range, FP32 embeddings       46.4  99.4%       95%         0.48 / 3.22
-    ... + tied embedding stored once (the default)    17.8  99.8%       95%         (not timed)
-
-Full-range per-channel weights lose agreement to int16 saturation in the u8 x s8 kernels (no VNNI);
-reduced range fixes that, and per-channel scales then beat per-tensor ones clearly on greedy outputs for
-a ~25% slower batch-1 step. FP32 embeddings more than double the size for no gain. Storing the tied
-embedding once saves V x d bytes (4.1 MB here, 33 MB for opus-mt-zh-en's shape) at equal or better
-accuracy (each embedding row gets its own scale).
+    python -m build.quantize --per-row-activations BUNDLE_DIR   # switch a bundle to per-row activations
 """
 
 from __future__ import annotations
@@ -469,106 +453,17 @@ def _scale_rows_after_weights(nodes: list[Any], row_scales: set[str], unit_scale
 
 
 # ------------------------------------------------------------------------------------------- measurement
-CANDIDATES: dict[str, QuantizationSettings] = {
-    "per-channel, reduced range, per-tensor activations": QuantizationSettings(activations="per-tensor"),
-    "per-tensor": QuantizationSettings(per_channel=False, reduce_range=False),
-    "per-tensor, reduced range, tied embedding stored twice": QuantizationSettings(
-        per_channel=False, reduce_range=True, share_tied_embedding=False
-    ),
-    "per-tensor, reduced range": QuantizationSettings(per_channel=False, reduce_range=True),
-    "per-channel": QuantizationSettings(per_channel=True, reduce_range=False),
-    "per-channel, reduced range": QuantizationSettings(per_channel=True, reduce_range=True),
-    "per-channel, reduced range, tied embedding stored twice": QuantizationSettings(
-        per_channel=True, reduce_range=True, share_tied_embedding=False
-    ),
-    "per-channel, reduced range, FP32 embeddings": QuantizationSettings(
-        per_channel=True, reduce_range=True, op_types=("MatMul",), share_tied_embedding=False
-    ),
-}
-
-
-def measure(checkpoint: Path | None, work: Path, repeats: int = 200) -> list[dict[str, Any]]:
-    """Size, INT8-vs-FP32 agreement and decoder-step time of every candidate preset (one intra-op thread).
-
-    ``checkpoint``: a Marian checkpoint folder; ``None`` builds a random model of the default model's shape
-    with ``build.train.build_model`` and the tokenizer in ``model_artifacts/training-checkpoint``.
-    """
-    import time
-
-    import numpy as np
-
-    from build import verify
-    from build.export import load_checkpoint
-    from build.onnx_graphs import export_graphs
-    from handler.model.families.marian.sessions import OnnxMarian
-
-    if checkpoint is None:
-        from build import train
-
-        checkpoint = work / "random-default-shape"
-        tokenizer_dir = train.TRACKED_CHECKPOINT_DIR
-        model = train.build_model(train.TrainConfig(), train.vocab.marian_vocab_size(tokenizer_dir)).eval()
-        model.save_pretrained(checkpoint)
-        for name in ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json"):
-            (checkpoint / name).write_bytes((tokenizer_dir / name).read_bytes())
-    loaded = load_checkpoint(checkpoint)
-    fp32 = export_graphs(loaded.model, work / "fp32")
-    spec = loaded.spec
-    batch = verify.SourceBatch.encode(loaded.tokenizer, verify.VERIFY_SENTENCES, spec.max_positions)
-
-    def speed(paths: tuple[Path, Path]) -> dict[str, float]:
-        """Decoder steps per second at batch 1 and 16 (past of 20 tokens); best of many runs, robust to load."""
-        model = OnnxMarian(*paths, spec, threads=1)
-        figures = {}
-        for rows in (1, 16):
-            ids, mask = batch.input_ids[:rows], batch.attention_mask[:rows]
-            cross = model.encode(ids, mask)
-            past = [np.repeat(array[:, :, :1, :], 20, axis=2) * 0.1 for array in cross]
-            token = np.full((rows, 1), 5, dtype=np.int64)
-            best = float("inf")
-            for _ in range(repeats):
-                started = time.perf_counter()
-                model.step(token, mask, past, cross)
-                best = min(best, time.perf_counter() - started)
-            figures[f"batch{rows}_step_ms"] = round(best * 1000, 2)
-        return figures
-
-    results: list[dict[str, Any]] = [{"preset": "fp32", "bytes": sum(p.stat().st_size for p in fp32), **speed(fp32)}]
-    print(json.dumps(results[0]), flush=True)
-    for name, settings in CANDIDATES.items():
-        folder = work / name.replace(" ", "").replace(",", "-")
-        int8 = (
-            quantize_graph(fp32[0], folder / "encoder.onnx", settings),
-            quantize_graph(fp32[1], folder / "decoder.onnx", settings),
-        )
-        figures = verify.compare_int8_with_fp32(fp32, int8, loaded.tokenizer, spec)
-        row = {"preset": name, "bytes": sum(p.stat().st_size for p in int8), **figures.to_dict(), **speed(int8)}
-        results.append(row)
-        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
-    return results
-
-
 def main(argv: list[str] | None = None) -> int:
-    import tempfile
-
-    parser = argparse.ArgumentParser(
-        prog="python -m build.quantize", description="compare quantization presets, or rewrite a bundle's"
-    )
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--measure", action="store_true", help="size, agreement and speed of every preset")
-    action.add_argument(
+    parser = argparse.ArgumentParser(prog="python -m build.quantize", description="rewrite a bundle's quantization")
+    parser.add_argument(
         "--per-row-activations",
         type=Path,
         metavar="BUNDLE_DIR",
+        required=True,
         help="switch an existing bundle to per-row (batch-invariant) activation quantization, in place",
     )
-    parser.add_argument("--checkpoint", type=Path, help="Marian checkpoint folder (default: random default shape)")
     args = parser.parse_args(argv)
-    if args.per_row_activations is not None:
-        print(json.dumps(rewrite_bundle_activations_per_row(args.per_row_activations), indent=2))
-        return 0
-    with tempfile.TemporaryDirectory(prefix="quantize-measure-") as work:
-        measure(args.checkpoint, Path(work))
+    print(json.dumps(rewrite_bundle_activations_per_row(args.per_row_activations), indent=2))
     return 0
 
 

@@ -198,7 +198,8 @@ def _top1(log_probs: np.ndarray, spec: ModelSpec) -> np.ndarray:
     return allowed.argmax(axis=-1)
 
 
-def _exact_match(left: list[list[int]], right: list[list[int]]) -> float:
+def exact_match(left: list[list[int]], right: list[list[int]]) -> float:
+    """The share of sentences whose two outputs are the same token for token."""
     return sum(a == b for a, b in zip(left, right, strict=True)) / len(left)
 
 
@@ -236,7 +237,7 @@ def compare_fp32_with_pytorch(
     figures = Figures(
         sentences=len(sentences),
         fp32_max_abs_log_prob_diff=diff,
-        fp32_greedy_exact_match=_exact_match(greedy, reference),
+        fp32_greedy_exact_match=exact_match(greedy, reference),
     )
     return figures, greedy
 
@@ -264,7 +265,7 @@ def compare_int8_with_fp32(
     return Figures(
         sentences=len(sentences),
         int8_top1_agreement=agreement,
-        int8_greedy_exact_match=_exact_match(greedy, reference),
+        int8_greedy_exact_match=exact_match(greedy, reference),
         int8_max_abs_log_prob_diff=float(np.abs(found - expected)[valid].max()),
     )
 

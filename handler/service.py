@@ -31,7 +31,6 @@ from handler.model.batching import (
     WIDTH_MULTIPLE,
     Batch,
     kv_cache_bytes_per_row,
-    pad_batch,
     plan_batches,
     restore_order,
 )
@@ -375,12 +374,6 @@ class TranslationService:
         return max(1, min(allowed, self._spec.max_positions - 1))
 
     def _decode(self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[list[int]]:
-        input_ids, attention_mask = pad_batch(
-            [segments.encoded[index] for index in batch.indices],
-            self._spec.pad_id,
-            max_width=self._spec.max_positions,
-            multiple=WIDTH_MULTIPLE,
-        )
         max_new_tokens = self.max_new_tokens(batch.width, options)
         request = SearchRequest(
             beam_size=beam_size,
@@ -389,7 +382,8 @@ class TranslationService:
             repetition_guard=options.repetition_guard,
         )
         began = time.perf_counter()
-        result = self.model.decoding.search(self.model.model, input_ids, attention_mask, request)
+        rows = [segments.encoded[index] for index in batch.indices]
+        result = self.model.search(rows, request, width_multiple=WIDTH_MULTIPLE)
         self.throughput.record(time.perf_counter() - began, _work(batch, segments, beam_size))
         return result
 

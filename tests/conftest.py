@@ -75,8 +75,8 @@ def build_tiny_marian(out_dir: Path, seed: int = TINY_SEED) -> Path:
     """Write a random tiny MarianMTModel + MarianTokenizer files (an ordinary HF checkpoint) to ``out_dir``."""
     from transformers import MarianTokenizer
 
-    from build import vocab
-    from build.marian import ModelShape, marian_config, new_model
+    from build.families.marian.configs import ModelShape, marian_config, new_model
+    from build.training import vocab
 
     pairs = fixture_pairs()
     vocab.train_joint_sentencepiece([p.zh for p in pairs] + [p.en for p in pairs], out_dir, TINY_VOCAB_PIECES, seed=1)

@@ -1,9 +1,9 @@
 """Train the embedded default zh→en Marian model on the licence-clean part of the shared corpus.
 
-    python -m build.train [--hours H] [--work-dir .train] [--fresh]
-    python -m build.train --finalize          # average checkpoints, write an ordinary Marian checkpoint
-    python -m build.train --cooldown-steps N  # branch: N more steps with the learning rate decaying to 0
-    python -m build.train --finalize --from-cooldown
+    python -m build.training.train [--hours H] [--work-dir .train] [--fresh]
+    python -m build.training.train --finalize          # average checkpoints, write an ordinary Marian checkpoint
+    python -m build.training.train --cooldown-steps N  # branch: N more steps with the learning rate decaying to 0
+    python -m build.training.train --finalize --from-cooldown
 
 The run is resumable: every ``checkpoint_minutes`` it writes the full training state (model, optimizer,
 schedule, data position, RNG) to ``<work-dir>/state.pt`` and resumes from it exactly. It also writes a small
@@ -41,8 +41,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
-from build import corpus, vocab
-from build.marian import ModelShape, marian_config, new_model
+from build import corpus
+from build.families.marian.configs import ModelShape, marian_config, new_model
+from build.training import vocab
 from handler.config import REPO_ROOT
 
 TRACKED_CHECKPOINT_DIR = REPO_ROOT / "model_artifacts" / "training-checkpoint"
@@ -515,7 +516,7 @@ def finalize(config: TrainConfig, work: Path, out: Path, average_last: int, from
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m build.train", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m build.training.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--work-dir", type=Path, default=REPO_ROOT / ".train")
     parser.add_argument("--hours", type=float, default=3.0, help="train for this long in this run (default 3)")
     parser.add_argument("--fresh", action="store_true", help="ignore existing checkpoints and start over")

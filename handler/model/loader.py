@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,15 +139,22 @@ class LoadedModel:
     def spec(self) -> ModelSpec:
         return self.manifest.model
 
+    def search(
+        self, rows: Sequence[Sequence[int]], request: SearchRequest, *, width_multiple: int = 1
+    ) -> list[list[int]]:
+        """The family's search over token-id rows, padded here (at most the model's positions wide, the width
+        rounded up to ``width_multiple``): the one decoding step the service, the warm-up and the benchmarks share."""
+        input_ids, attention_mask = pad_batch(
+            rows, self.spec.pad_id, max_width=self.spec.max_positions, multiple=width_multiple
+        )
+        return self.decoding.search(self.model, input_ids, attention_mask, request)
+
 
 def warm_up(loaded: LoadedModel, beam_size: int) -> None:
     """Run the paths a first request takes: one sentence greedily, then a small batch with ``beam_size``."""
-    spec = loaded.spec
     encoded = loaded.tokenizer.encode_batch(list(WARMUP_SENTENCES))
-    single_ids, single_mask = pad_batch(encoded[:1], spec.pad_id)
-    loaded.decoding.search(loaded.model, single_ids, single_mask, SearchRequest(1, WARMUP_NEW_TOKENS))
-    batch_ids, batch_mask = pad_batch(encoded, spec.pad_id)
-    loaded.decoding.search(loaded.model, batch_ids, batch_mask, SearchRequest(beam_size, WARMUP_NEW_TOKENS))
+    loaded.search(encoded[:1], SearchRequest(1, WARMUP_NEW_TOKENS))
+    loaded.search(encoded, SearchRequest(beam_size, WARMUP_NEW_TOKENS))
 
 
 def _timed(make: Callable[[], T]) -> tuple[T, float]:

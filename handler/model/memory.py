@@ -1,4 +1,5 @@
-"""Give the heap memory a translation freed back to the system (glibc's ``malloc_trim``).
+"""Memory hygiene on glibc: give freed heap memory back to the system (``malloc_trim``), and serve large blocks from
+mappings of their own (``mallopt``) so that freeing them returns them.
 
 Without ONNX Runtime's CPU arena (``handler.model.sessions``), every decoder step mallocs its key/value caches and
 logits and frees them again. glibc keeps freed memory inside the process: the RSS after a request stays near its
@@ -80,3 +81,22 @@ def release_free_heap(grown_bytes: int = RETAIN_BYTES) -> bool:
     finally:
         _lock.release()
     return True
+
+
+M_MMAP_THRESHOLD = -3  # glibc <malloc.h>
+
+
+def return_large_blocks_to_the_system(threshold_bytes: int = 128 * 1024) -> bool:
+    """Serve every allocation of ``threshold_bytes`` or more from its own mapping, so that freeing it returns it.
+
+    Without the CPU arena, ONNX Runtime mallocs each step's key/value caches. glibc raises its mmap threshold
+    every time such a block is freed (up to 32 MB), after which those blocks come from the heap, which fragments
+    and does not shrink: measured on the full-size CSANMT, 28 rows x 80 steps, four batches, the peak RSS grew
+    1,014 -> 1,060 MB; with a fixed threshold it stayed at 957 MB. Returns False where it cannot be set (not glibc).
+    """
+    if _LIBC is None:
+        return False
+    try:
+        return bool(_LIBC.mallopt(M_MMAP_THRESHOLD, threshold_bytes))
+    except AttributeError:  # a C library without mallopt
+        return False

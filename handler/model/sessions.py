@@ -24,8 +24,6 @@ supported (no Python program can fork safely then).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import threading
 import time
@@ -39,7 +37,10 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 from handler.errors import BundleError  # noqa: E402
-from handler.model import bundle  # noqa: E402
+from handler.model import (
+    bundle,  # noqa: E402
+    memory,  # noqa: E402
+)
 from handler.model.bundle import ModelSpec  # noqa: E402
 from handler.model.families.base import GraphContract  # noqa: E402
 
@@ -80,25 +81,7 @@ def session_options(threads: int, spinning: bool, *, lean: bool = False) -> ort.
     return options
 
 
-M_MMAP_THRESHOLD = -3  # glibc <malloc.h>
-
-
-def return_large_blocks_to_the_system(threshold_bytes: int = 128 * 1024) -> bool:
-    """Serve every allocation of ``threshold_bytes`` or more from its own mapping, so that freeing it returns it.
-
-    Without the CPU arena, ONNX Runtime mallocs each step's key/value caches. glibc raises its mmap threshold
-    every time such a block is freed (up to 32 MB), after which those blocks come from the heap, which fragments
-    and does not shrink: measured on the full-size CSANMT, 28 rows x 80 steps, four batches, the peak RSS grew
-    1,014 -> 1,060 MB; with a fixed threshold it stayed at 957 MB. Returns False where it cannot be set (not glibc).
-    """
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, threshold_bytes))
-    except (OSError, AttributeError):
-        return False
-
-
-def _share_embedding(folder: Path, spec: ModelSpec, *options: ort.SessionOptions) -> ort.OrtValue | None:
+def share_embedding(folder: Path, spec: ModelSpec, *options: ort.SessionOptions) -> ort.OrtValue | None:
     """Hand both sessions one copy of the bundle's shared embedding, if it has one (``bundle.SHARED_EMBEDDING``).
 
     Each session would read the external data file into its own buffer (measured: two 33 MB copies for
@@ -180,7 +163,7 @@ class OnnxEncoderDecoder:
         self.spinning = spinning
         self.lean = loads_lean(Path(encoder_path), Path(decoder_path))
         if self.lean:
-            return_large_blocks_to_the_system()
+            memory.return_large_blocks_to_the_system()
         # The encoder never keeps pre-packed weights: it runs once per batch on many rows (every source token),
         # where packing its weights on the fly costs nothing measurable, and the packed copy costs memory.
         # Measured, 2 threads, min of 21 calls: opus-mt-zh-en-sized 1 x 24 tokens 16.5-16.7 ms unpacked against
@@ -190,7 +173,7 @@ class OnnxEncoderDecoder:
         encoder_options = session_options(threads, spinning, lean=True)
         options = session_options(threads, spinning, lean=self.lean)
         # the tied embedding both graphs read (bundle.SHARED_EMBEDDING): one copy in memory for both sessions
-        self._shared_embedding = _share_embedding(Path(encoder_path).parent, spec, encoder_options, options)
+        self._shared_embedding = share_embedding(Path(encoder_path).parent, spec, encoder_options, options)
         self._cross_names = list(contract.per_sentence)
         self._past_names = list(contract.past)
         self._decoder_outputs = list(contract.decoder_outputs)

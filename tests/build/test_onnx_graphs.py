@@ -1,4 +1,4 @@
-"""The FP32 graphs of ``build.onnx_graphs`` compute what transformers' MarianMTModel computes."""
+"""The FP32 graphs of ``build.families.marian.graphs`` compute what transformers' MarianMTModel computes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from build import verify
 from build.export import LoadedCheckpoint, load_checkpoint
-from build.onnx_graphs import export_graphs
+from build.families.marian.graphs import export_graphs
 from handler.model import bundle
 from handler.model.decoding import greedy_search
 from handler.model.families.marian.sessions import OnnxMarian

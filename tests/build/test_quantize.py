@@ -8,7 +8,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from build.onnx_graphs import export_graphs
+from build.families.marian.graphs import export_graphs
 from build.quantize import DEFAULT_QUANTIZATION, QuantizationSettings
 from handler.model import bundle
 

@@ -27,7 +27,7 @@ from build.errors import (
     UnexpectedVariableError,
     UnsupportedModelError,
 )
-from build.families import csanmt_checkpoint as checkpoint_files
+from build.families.csanmt import checkpoint as checkpoint_files
 from build.families.csanmt import load_checkpoint
 
 pytestmark = pytest.mark.slow

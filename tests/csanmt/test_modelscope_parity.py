@@ -82,8 +82,8 @@ def test_onnx_encoder_outputs_match_modelscope(
     parity: dict[str, Any], csanmt_checkpoint: Any, csanmt_fp32_graphs: tuple[Path, Path]
 ) -> None:
     from build.families.csanmt import OnnxCsanmt
-    from build.families.csanmt_graphs import ENCODER_STATES, SEMANTIC_VECTOR
     from build.verify import SourceBatch
+    from handler.model.bundle import ENCODER_STATES, SEMANTIC_VECTOR
 
     graphs = OnnxCsanmt(*csanmt_fp32_graphs, csanmt_checkpoint.config)
     encoded = graphs.encode(SourceBatch(parity["ids"], parity["mask"]))

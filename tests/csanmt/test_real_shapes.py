@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.csanmt_full_size import CsanmtShape, full_size_vocabularies
-from build.families.csanmt_checkpoint import CsanmtConfig, expected_variables
+from build.families.csanmt.checkpoint import CsanmtConfig, expected_variables
 
 
 def test_the_real_configuration_implies_modelscopes_511_variables() -> None:

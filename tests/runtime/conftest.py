@@ -69,7 +69,7 @@ def tiny_spec(tiny_checkpoint: Any) -> ModelSpec:
 @pytest.fixture(scope="session")
 def tiny_fp32_model(tiny_checkpoint: Any, tmp_path_factory: pytest.TempPathFactory) -> OnnxMarian:
     """The tiny checkpoint's FP32 graphs (no quantization), so decoding can be compared with transformers."""
-    from build.onnx_graphs import export_graphs
+    from build.families.marian.graphs import export_graphs
 
     encoder, decoder = export_graphs(tiny_checkpoint.model, tmp_path_factory.mktemp("tiny-fp32"))
     return OnnxMarian(encoder, decoder, tiny_checkpoint.spec, threads=1)

@@ -129,7 +129,7 @@ import sys
 import numpy as np
 from bench.memory import current_rss_mb
 if sys.argv[1] == "fixed":
-    from handler.model.sessions import return_large_blocks_to_the_system
+    from handler.model.memory import return_large_blocks_to_the_system
     assert return_large_blocks_to_the_system()
 first = np.ones(20 * 1024 * 1024 // 8)
 del first  # glibc now raises its mmap threshold to 20 MB

@@ -73,7 +73,7 @@ def test_make_train_preloads_jemalloc_when_present(tmp_path: Path) -> None:
     jemalloc.touch()
     result = _make("train", f"VENV={venv}", f"JEMALLOC={jemalloc}", "TRAIN_ARGS=--finalize")
     assert result.returncode == 0, result.stderr
-    assert f"LD_PRELOAD={jemalloc} python -m build.train --finalize" in result.stdout.splitlines()
+    assert f"LD_PRELOAD={jemalloc} python -m build.training.train --finalize" in result.stdout.splitlines()
 
 
 @pytest.fixture

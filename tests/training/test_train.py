@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from build import train  # noqa: E402
+from build.training import train  # noqa: E402
 from tests.fixture_corpus import fixture_pairs  # noqa: E402
 
 TINY_SHAPE = train.ModelShape(

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from build import verify
-from build.families import csanmt_checkpoint as checkpoint_files
-from build.families.csanmt_checkpoint import CsanmtConfig
+from build.families.csanmt import checkpoint as checkpoint_files
+from build.families.csanmt.checkpoint import CsanmtConfig
 from handler.model import bundle
 from handler.model.bundle import ModelSpec
 
@@ -92,7 +92,7 @@ class OnnxCsanmt:
     def __init__(self, encoder: Path, decoder: Path, config: CsanmtConfig) -> None:
         import onnxruntime as ort
 
-        from build.families.csanmt_graphs import decoder_io_names, encoder_io_names
+        from build.families.csanmt.graphs import decoder_io_names, encoder_io_names
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = 2
@@ -170,7 +170,7 @@ class OnnxCsanmt:
 
 def _decoder_constants(encoded: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The encoder outputs the decoder reads (all but the verification outputs)."""
-    from build.families.csanmt_graphs import ENCODER_STATES, SEMANTIC_VECTOR
+    from handler.model.bundle import ENCODER_STATES, SEMANTIC_VECTOR
 
     return {name: value for name, value in encoded.items() if name not in (ENCODER_STATES, SEMANTIC_VECTOR)}
 
@@ -195,10 +195,6 @@ def teacher_forcing_inputs(outputs: list[list[int]]) -> tuple[np.ndarray, np.nda
     return targets, previous, valid
 
 
-def _exact_match(left: list[list[int]], right: list[list[int]]) -> float:
-    return sum(a == b for a, b in zip(left, right, strict=True)) / len(left)
-
-
 @dataclass
 class CsanmtCheckpoint:
     folder: Path
@@ -213,7 +209,7 @@ class CsanmtCheckpoint:
         return max(1, min(verify.DEFAULT_MAX_NEW_TOKENS, self.config.max_decoded_trg_len))
 
     def export_graphs(self, out_dir: Path) -> tuple[Path, Path]:
-        from build.families.csanmt_graphs import export_graphs
+        from build.families.csanmt.graphs import export_graphs
 
         return export_graphs(self.network, out_dir)
 
@@ -221,7 +217,7 @@ class CsanmtCheckpoint:
         """Greedy outputs of the PyTorch network, one cached step at a time."""
         import torch
 
-        from build.families.csanmt_graphs import DecoderStepGraph, EncoderGraph
+        from build.families.csanmt.graphs import DecoderStepGraph, EncoderGraph
 
         layers = self.config.num_decoder_layers
         with torch.inference_mode():
@@ -267,7 +263,7 @@ class CsanmtCheckpoint:
         figures = verify.Figures(
             sentences=len(sentences),
             fp32_max_abs_log_prob_diff=float(np.abs(found - expected)[valid].max()),
-            fp32_greedy_exact_match=_exact_match(greedy, reference),
+            fp32_greedy_exact_match=verify.exact_match(greedy, reference),
         )
         return figures, greedy
 
@@ -287,7 +283,7 @@ class CsanmtCheckpoint:
         return verify.Figures(
             sentences=len(sentences),
             int8_top1_agreement=float((found.argmax(-1) == expected.argmax(-1))[valid].mean()),
-            int8_greedy_exact_match=_exact_match(greedy, fp32_greedy),
+            int8_greedy_exact_match=verify.exact_match(greedy, fp32_greedy),
             int8_max_abs_log_prob_diff=float(np.abs(found - expected)[valid].max()),
         )
 
@@ -343,7 +339,7 @@ def spec_from(config: CsanmtConfig) -> ModelSpec:
 def load_checkpoint(model: str | Path) -> CsanmtCheckpoint:
     """Read a ModelScope CSANMT folder into the PyTorch reference network (inference variables only)."""
     from build.errors import ExportError
-    from build.families.csanmt_graphs import CsanmtNetwork
+    from build.families.csanmt.graphs import CsanmtNetwork
 
     folder = Path(model)
     if not folder.is_dir():

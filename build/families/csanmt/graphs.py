@@ -48,21 +48,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from build import onnx_graphs as marian_graphs
-from build.families.csanmt_checkpoint import ROOT, CsanmtConfig
+from build.families.csanmt.checkpoint import ROOT, CsanmtConfig
 from handler.model import bundle
+from handler.model.families import csanmt as csanmt_family
 
 OPSET = 17
 LAYER_NORM_EPSILON = 1e-6
 MASK_BIAS = -1e9
 MAX_TIMESCALE = 1.0e4
 
-ENCODER_STATES = "encoder_states"
-SEMANTIC_VECTOR = "semantic_vector"
-
-
-def semantic_bias(layer: int) -> str:
-    return f"semantic_bias.{layer}"
 
 
 def _parameter(array: Any) -> nn.Parameter:
@@ -396,15 +390,15 @@ class DecoderStepGraph(nn.Module):
 
 
 def encoder_io_names(layers: int) -> tuple[list[str], list[str]]:
-    """Marian's encoder names (cross K/V per layer), then the semantic biases and the verification outputs."""
-    inputs, outputs = marian_graphs.encoder_io_names(layers)
-    return inputs, [*outputs, *(semantic_bias(i) for i in range(layers)), ENCODER_STATES, SEMANTIC_VECTOR]
+    """The encoder's names: the CSANMT family's graph contract (cross K/V, semantic biases, verification outputs)."""
+    contract = csanmt_family.graph_contract(layers)
+    return list(contract.encoder_inputs), list(contract.encoder_outputs)
 
 
 def decoder_io_names(layers: int) -> tuple[list[str], list[str]]:
-    """Marian's one-step decoder names, plus the semantic bias of every layer as further inputs."""
-    inputs, outputs = marian_graphs.decoder_io_names(layers)
-    return [*inputs, *(semantic_bias(i) for i in range(layers))], outputs
+    """The one-step decoder's names, from the same contract."""
+    contract = csanmt_family.graph_contract(layers)
+    return list(contract.decoder_inputs), list(contract.decoder_outputs)
 
 
 def _attach_weights(model: Any, weights: Mapping[str, torch.Tensor], target: Path) -> None:
@@ -445,7 +439,8 @@ def _export(
     names: tuple[list[str], list[str]],
     axes: dict[str, dict[int, str]],
 ) -> None:
-    """TorchScript-based export (as ``build.onnx_graphs``) of the structure, then the weights as external data."""
+    """TorchScript-based export (as ``build.families.marian.graphs``) of the structure, then the weights as external
+    data."""
     import onnx
 
     weights = dict(module.named_parameters())
@@ -493,12 +488,12 @@ def export_graphs(network: CsanmtNetwork, out_dir: Path) -> tuple[Path, Path]:
     enc_axes: dict[str, dict[int, str]] = {
         bundle.INPUT_IDS: {0: "batch", 1: "src_len"},
         bundle.ATTENTION_MASK: {0: "batch", 1: "src_len"},
-        ENCODER_STATES: {0: "batch", 1: "src_len"},
-        SEMANTIC_VECTOR: {0: "batch"},
+        bundle.ENCODER_STATES: {0: "batch", 1: "src_len"},
+        bundle.SEMANTIC_VECTOR: {0: "batch"},
     }
     for i in range(layers):
         enc_axes[bundle.cross_key(i)] = enc_axes[bundle.cross_value(i)] = per_sentence_axes
-        enc_axes[semantic_bias(i)] = {0: "batch"}
+        enc_axes[bundle.semantic_bias(i)] = {0: "batch"}
     dec_axes: dict[str, dict[int, str]] = {
         bundle.INPUT_IDS: {0: "batch"},
         bundle.ENCODER_ATTENTION_MASK: {0: "batch", 1: "src_len"},
@@ -508,7 +503,7 @@ def export_graphs(network: CsanmtNetwork, out_dir: Path) -> tuple[Path, Path]:
         dec_axes[bundle.past_key(i)] = dec_axes[bundle.past_value(i)] = {0: "batch", 2: "past_len"}
         dec_axes[bundle.present_key(i)] = dec_axes[bundle.present_value(i)] = {0: "batch", 2: "present_len"}
         dec_axes[bundle.cross_key(i)] = dec_axes[bundle.cross_value(i)] = per_sentence_axes
-        dec_axes[semantic_bias(i)] = {0: "batch"}
+        dec_axes[bundle.semantic_bias(i)] = {0: "batch"}
 
     with torch.no_grad():
         encoder = EncoderGraph(network).eval()

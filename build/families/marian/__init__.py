@@ -1,6 +1,6 @@
 """The Marian family: a transformers ``MarianMTModel`` folder (or hub id) with its SentencePiece tokenizer.
 
-Graphs: ``build.onnx_graphs`` (the bundle contract in ``handler/model/bundle.py``); reference: transformers'
+Graphs: ``build.families.marian.graphs`` (the bundle contract in ``handler/model/bundle.py``); reference: transformers'
 PyTorch model (``build.verify``); tokenizer files: ``source.spm``, ``target.spm``, ``vocab.json``.
 """
 
@@ -19,7 +19,7 @@ from handler.model import bundle
 from handler.model.bundle import ModelSpec
 
 NAME = "marian"
-TRAINING_RECORD = "training.json"  # written by build.train --finalize beside our own checkpoints
+TRAINING_RECORD = "training.json"  # written by build.training.train --finalize beside our own checkpoints
 CONFIG_FILE = "config.json"
 
 
@@ -77,7 +77,7 @@ class LoadedCheckpoint:
     family: str = NAME
 
     def export_graphs(self, out_dir: Path) -> tuple[Path, Path]:
-        from build.onnx_graphs import export_graphs
+        from build.families.marian.graphs import export_graphs
 
         return export_graphs(self.model, out_dir)
 
@@ -102,7 +102,7 @@ class LoadedCheckpoint:
         return {}  # a manifest without "family" is Marian's (bundle format 1 as before)
 
     def default_normalization(self) -> str:
-        # our own models are trained on NFKC-normalised text (build.train); foreign checkpoints are not
+        # our own models are trained on NFKC-normalised text (build.training.train); foreign checkpoints are not
         return bundle.NORMALIZATION_NFKC if self.training else bundle.NORMALIZATION_NONE
 
 

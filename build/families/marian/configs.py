@@ -1,6 +1,6 @@
 """Marian configurations laid out like OPUS-MT's, for the models this project creates itself.
 
-The default model (``build/train.py``), the tests' tiny random models and the benchmark's random model at
+The default model (``build/training/train.py``), the tests' tiny random models and the benchmark's random model at
 opus-mt-zh-en's size all follow OPUS-MT's conventions, so that they go through ``build.export`` like any
 published checkpoint: the last id is ``<pad>`` and also the decoder start token, ``</s>`` is id 0, swish
 activations, ``sqrt(d_model)``-scaled embeddings shared by encoder and decoder, and generation settings that

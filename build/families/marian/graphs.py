@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from handler.model import bundle
+from handler.model.families import marian as marian_family
 
 OPSET = 17
 
@@ -245,21 +246,15 @@ class DecoderStepGraph(nn.Module):
 
 
 def encoder_io_names(decoder_layers: int) -> tuple[list[str], list[str]]:
-    outputs: list[str] = []
-    for i in range(decoder_layers):
-        outputs += [bundle.cross_key(i), bundle.cross_value(i)]
-    return [bundle.INPUT_IDS, bundle.ATTENTION_MASK], outputs
+    """The encoder's input and output names: the Marian family's graph contract, declared once in the runtime."""
+    contract = marian_family.graph_contract(decoder_layers)
+    return list(contract.encoder_inputs), list(contract.encoder_outputs)
 
 
 def decoder_io_names(decoder_layers: int) -> tuple[list[str], list[str]]:
-    inputs = [bundle.INPUT_IDS, bundle.ENCODER_ATTENTION_MASK]
-    outputs = [bundle.LOG_PROBS]
-    for i in range(decoder_layers):
-        inputs += [bundle.past_key(i), bundle.past_value(i)]
-        outputs += [bundle.present_key(i), bundle.present_value(i)]
-    for i in range(decoder_layers):
-        inputs += [bundle.cross_key(i), bundle.cross_value(i)]
-    return inputs, outputs
+    """The one-step decoder's input and output names, from the same contract."""
+    contract = marian_family.graph_contract(decoder_layers)
+    return list(contract.decoder_inputs), list(contract.decoder_outputs)
 
 
 def export_graphs(model: nn.Module, out_dir: Path) -> tuple[Path, Path]:
