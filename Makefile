@@ -164,16 +164,16 @@ eval: $(DEV_STAMP)
 	$(VENV)/bin/python -m build.evaluate $(EVAL_ARGS)
 
 fidelity: $(DEV_STAMP)
-	$(VENV)/bin/python -m bench.fidelity $(FIDELITY_ARGS)
+	$(VENV)/bin/python -m bench.quality.fidelity $(FIDELITY_ARGS)
 
 bench: $(DEV_STAMP)
-	$(VENV)/bin/python -m bench.runtime_bench $(BENCH_ARGS)
+	$(VENV)/bin/python -m bench.pipeline.runtime_bench $(BENCH_ARGS)
 
 # make run's server (infra/local/run.sh from .venv-run) driven by locust from .venv: 2,000 requests then a
 # 20,000-request soak, for the default bundle and a random opus-mt-zh-en-sized one; exits 1 on any error or on
 # RSS growth >= 30 MB. LOADTEST_ARGS="--quick" takes under a minute; --requests/--soak-requests/--bundle choose.
 loadtest: $(DEV_STAMP) $(RUN_STAMP)
-	$(VENV)/bin/python -m bench.loadtest --server-venv $(RUN_VENV) $(LOADTEST_ARGS)
+	$(VENV)/bin/python -m bench.load.loadtest --server-venv $(RUN_VENV) $(LOADTEST_ARGS)
 
 # mutmut over handler/ (configured in pyproject.toml [tool.mutmut]; its copy of the project is mutants/). Not part
 # of make test. MODULE=handler/config.py mutates one module and runs only the tests that reach it (tests/

@@ -5,7 +5,7 @@ so no calibration data is needed. Only ``MatMul`` nodes whose weight is an initi
 attention score/context products stay FP32), and, when ``Gather`` is listed, the token embedding tables.
 
 Default preset: per-channel, reduced range, INT8 embeddings, tied embedding stored once: the best agreement with
-FP32 for its size on a CPU without VNNI (``python -m bench.quantization_presets`` measures every preset; the
+FP32 for its size on a CPU without VNNI (``python -m bench.studies.quantization_presets`` measures every preset; the
 figures and the reasoning are in ``docs/decisions.md``).
 
     python -m build.quantize --per-row-activations BUNDLE_DIR   # switch a bundle to per-row activations

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from bench.served_function import READY_EVENT, run_events
+from bench.load.served_function import READY_EVENT, run_events
 from handler import config as runtime_config
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
 """The keep-alive race of a gunicorn server that closes idle connections, reproduced (a diagnosis script).
 
-    python -m bench.keepalive_race [--seconds 180] [--probes 40] [--gap-min 1.0] [--gap-max 3.0] [--starve]
+    python -m bench.load.keepalive_race [--seconds 180] [--probes 40] [--gap-min 1.0] [--gap-max 3.0] [--starve]
                                    [--keepalive S] [--server-venv .venv-run]
 
 Starts `make run`'s server (infra/local/run.sh, the default bundle) and, from gevent greenlets in this process,
@@ -36,7 +36,7 @@ from pathlib import Path  # noqa: E402
 import gevent  # noqa: E402
 from geventhttpclient import HTTPClient  # noqa: E402
 
-from bench.served_function import REPO_ROOT, ServedFunction  # noqa: E402
+from bench.load.served_function import REPO_ROOT, ServedFunction  # noqa: E402
 
 HEADERS = {"Content-Type": "application/json"}
 

@@ -1,6 +1,6 @@
 """The load test's figures: what counts as an error, latency percentiles, throughput, and RSS growth in a soak.
 
-Kept apart from ``bench.loadtest`` (which imports locust, and with it gevent's patching of the standard library)
+Kept apart from ``bench.load.loadtest`` (which imports locust, and with it gevent's patching of the standard library)
 so that the figures can be computed and tested anywhere.
 """
 
@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from bench.served_function import RssSample
+from bench.load.served_function import RssSample
 
 SETTLE_SAMPLES = 3  # RSS samples taken after the last answer of a phase, a second apart
 PERCENTILES = (50, 95, 99)

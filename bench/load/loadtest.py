@@ -1,17 +1,17 @@
 """Load and soak test of `make run`'s real server with locust (a benchmark script, `make loadtest`; not a test).
 
-    python -m bench.loadtest [--bundle default] [--bundle random-opus] [--requests 2000] [--soak-requests 20000]
+    python -m bench.load.loadtest [--bundle default] [--bundle random-opus] [--requests 2000] [--soak-requests 20000]
                              [--concurrency 8] [--max-chars N] [--server-venv .venv-run] [--quick] [--json FILE]
 
 For each bundle (``default``: model_artifacts/default; ``random-opus``: the random Marian of opus-mt-zh-en's size
-that ``bench.runtime_bench`` builds and exports with ``build.export``, cached in ``.bench/runtime/``; or a bundle
-folder), this process starts infra/local/run.sh (functions-framework, exactly as ``make run`` starts it) and,
+that ``bench.pipeline.runtime_bench`` builds and exports with ``build.export``, cached in ``.bench/runtime/``; or a
+bundle folder), this process starts infra/local/run.sh (functions-framework, exactly as ``make run`` starts it) and,
 from here, a second process on loopback, drives it with locust (headless, as a library: ``FastHttpUser``s with
 no wait time) through two phases in the same warm server process:
 
 * load: ``--requests`` ``POST /translate`` requests, ``--concurrency`` at a time, sizes from one word to the
-  server's character limit (``bench.load_mix.LOAD_MIX``);
-* soak: ``--soak-requests`` more (``bench.load_mix.SOAK_MIX``, mostly short ones so that the count is feasible).
+  server's character limit (``bench.load.load_mix.LOAD_MIX``);
+* soak: ``--soak-requests`` more (``bench.load.load_mix.SOAK_MIX``, mostly short ones so that the count is feasible).
 
 Every answer must be 200 with a string ``translation``: any error is printed and the script exits 1. It prints
 p50/p95/p99 latency, throughput (requests/s, characters/s) and the RSS of the gunicorn worker (the process that
@@ -40,7 +40,7 @@ from locust import FastHttpUser, constant, task
 from locust.env import Environment
 from locust.exception import StopUser
 
-from bench.load_figures import (
+from bench.load.load_figures import (
     SETTLE_SAMPLES,
     Outcome,
     PhaseResult,
@@ -48,8 +48,8 @@ from bench.load_figures import (
     phase_figures,
     soak_figures,
 )
-from bench.load_mix import LOAD_MIX, SOAK_MIX, SizeMix, plan_texts
-from bench.served_function import REPO_ROOT, RssSampler, ServedFunction
+from bench.load.load_mix import LOAD_MIX, SOAK_MIX, SizeMix, plan_texts
+from bench.load.served_function import REPO_ROOT, RssSampler, ServedFunction
 
 DEFAULT_BUNDLE = "default"
 RANDOM_OPUS = "random-opus"
@@ -179,9 +179,11 @@ def resolve_bundle(name: str) -> Path:
         return BUNDLES[name]
     if name == RANDOM_OPUS:
         # built (once) in a child process: torch must not start under gevent's patched threads
-        code = "from bench.runtime_bench import BENCH_DIR, build_bundle; build_bundle(BENCH_DIR, rebuild=False)"
+        code = (
+            "from bench.pipeline.runtime_bench import BENCH_DIR, build_bundle; build_bundle(BENCH_DIR, rebuild=False)"
+        )
         subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, check=True)
-        from bench.runtime_bench import BENCH_DIR, BUNDLE
+        from bench.pipeline.runtime_bench import BENCH_DIR, BUNDLE
 
         return BENCH_DIR / BUNDLE
     return Path(name).resolve()
@@ -288,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     for number in (signal.SIGINT, signal.SIGTERM):  # stop early, with the figures of what was done
         gevent.signal_handler(number, STOP.set)
-    command = "python -m bench.loadtest " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m bench.load.loadtest " + " ".join(sys.argv[1:] if argv is None else argv)
     header = [f"$ {command}", *environment_lines(args.server_venv)]
     print("\n".join(header), flush=True)
     began = time.monotonic()

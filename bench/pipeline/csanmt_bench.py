@@ -1,10 +1,10 @@
 """Memory and speed of a full-size CSANMT bundle in this runtime (a script, not a test).
 
-    python -m bench.csanmt_bench --bundle DIR [--threads 2] [--repeats 2] [--request-chars 20000] [--quick]
+    python -m bench.pipeline.csanmt_bench --bundle DIR [--threads 2] [--repeats 2] [--request-chars 20000] [--quick]
 
 ``DIR`` is a bundle built by ``make model`` from a CSANMT checkpoint, normally the random one with the real
-model's shapes that ``python -m bench.csanmt_full_size make CHECKPOINT`` writes in the real TF checkpoint layout
-(``make bench-csanmt`` does both, then this). Every figure comes from a fresh process that measures itself:
+model's shapes that ``python -m bench.pipeline.csanmt_full_size make CHECKPOINT`` writes in the real TF checkpoint
+layout (``make bench-csanmt`` does both, then this). Every figure comes from a fresh process that measures itself:
 
 * **bundle**: bytes on disk of every file;
 * **cold start**: process start → service ready (import, load, warm-up, as ``handler.coldstart`` does them at a
@@ -12,7 +12,7 @@ model's shapes that ``python -m bench.csanmt_full_size make CHECKPOINT`` writes 
 * **speed**: batch-1 and batch-16 tokens/s, greedy and beam 4, each output forced to at least ``FORCED_TOKENS``
   tokens (end of sentence banned until then; the tokens counted are those produced) on the same sentences of the
   repository's dev set;
-* **longest request**: peak RSS (``VmHWM`` of that process, ``bench/memory.py``) and seconds while the service
+* **longest request**: peak RSS (``VmHWM`` of that process, ``bench/pipeline/memory.py``) and seconds while the service
   translates one request of ``--request-chars`` characters (default ``TRANSLATE_MAX_CHARS``, the longest an HTTP
   request may be) with its default options (beam 4, its own splitting and batching). A random model never
   chooses the end of sentence early, so every sentence runs to its maximum length: the worst case for memory.
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.memory import current_rss_mb, peak_rss_mb
+from bench.pipeline.memory import current_rss_mb, peak_rss_mb
 from handler.config import REPO_ROOT
 
 FORCED_TOKENS = 40
@@ -150,7 +150,7 @@ def measure_longest_request(bundle_dir: Path, threads: int, characters: int) -> 
 
 def run_child(args: list[str], timeout_s: float) -> dict[str, Any]:
     completed = subprocess.run(
-        [sys.executable, "-m", "bench.csanmt_bench", *args],
+        [sys.executable, "-m", "bench.pipeline.csanmt_bench", *args],
         cwd=REPO_ROOT,
         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
         stdout=subprocess.PIPE,
@@ -209,7 +209,7 @@ def report(bundle_dir: Path, threads: int, figures: dict[str, dict[str, Any]]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.csanmt_bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.pipeline.csanmt_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--bundle", type=Path, required=True, help="a CSANMT bundle folder")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2, help="runs per speed figure; the median counts")

@@ -1,6 +1,6 @@
 """Random CSANMT checkpoints in ModelScope's folder layout, built with modelscope's own model code.
 
-    python -m bench.csanmt_full_size make DIR [--seed N] [--optimizer-slots adam|none]
+    python -m bench.pipeline.csanmt_full_size make DIR [--seed N] [--optimizer-slots adam|none]
 
 ``make`` writes a random checkpoint with the real ``damo/nlp_csanmt_translation_zh2en`` shapes (hidden 1024,
 filter 4096, 16 heads, 24 encoder / 6 decoder layers, 4 semantic layers, vocabularies of 50,000, relative
@@ -246,7 +246,9 @@ def make_full_size(folder: Path, seed: int, optimizer_slots: bool) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.csanmt_full_size", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.pipeline.csanmt_full_size", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     make = sub.add_parser("make", help="write a random checkpoint of the real model's shapes")
     make.add_argument("folder", type=Path)

@@ -1,9 +1,11 @@
-"""One engine measured in one fresh process: ``python -m bench.engines JOB.json`` prints one JSON line of figures.
+"""One engine measured in one fresh process: ``python -m bench.pipeline.engines JOB.json`` prints one JSON line of
+figures.
 
-The parent (``bench.side_by_side``) writes the job: the engine (``runtime``, ``ctranslate2`` or ``transformers``),
-its model folder, the thread count, one sentence for the cold start, and the token ids every engine decodes
-(the same ids for all of them, made by this runtime's tokenizer of the bundle), plus ``BENCH_SPAWNED_AT``, the
-parent's ``time.time()`` just before it started this process. The process then measures, in this order:
+The parent (``bench.pipeline.side_by_side``) writes the job: the engine (``runtime``, ``ctranslate2`` or
+``transformers``), its model folder, the thread count, one sentence for the cold start, and the token ids every
+engine decodes (the same ids for all of them, made by this runtime's tokenizer of the bundle), plus
+``BENCH_SPAWNED_AT``, the parent's ``time.time()`` just before it started this process. The process then measures,
+in this order:
 
 * ``cold_start_s``: process start -> the first translation done (import the engine, load the model, translate
   the cold-start sentence from text to text with the engine's own tokenizer, beam 4, ``forced_tokens`` tokens);
@@ -12,7 +14,7 @@ parent's ``time.time()`` just before it started this process. The process then m
   ``repeats`` times, after one untimed call), greedy and beam 4;
 * ``batch_greedy_tok_s`` / ``batch_beam4_tok_s``: output tokens/s of the batch (16 sentences; fewer in quick
   mode), the median of ``repeats`` calls after one untimed call;
-* ``peak_rss_mb``: ``VmHWM`` of this process at the end (its own high-water mark, ``bench/memory.py``).
+* ``peak_rss_mb``: ``VmHWM`` of this process at the end (its own high-water mark, ``bench/pipeline/memory.py``).
 
 Every output has exactly ``forced_tokens`` tokens, checked after every call: the end of sentence is banned before
 that many tokens and the length is capped there (this runtime: ``min_new_tokens`` = ``max_new_tokens`` =
@@ -35,7 +37,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.memory import current_rss_mb, peak_rss_mb
+from bench.pipeline.memory import current_rss_mb, peak_rss_mb
 
 SPAWNED_AT = "BENCH_SPAWNED_AT"
 ENGINES = ("runtime", "ctranslate2", "transformers")
@@ -215,7 +217,8 @@ def measure(job: dict[str, Any], spawned_at: float) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m bench.engines JOB.json (written by bench.side_by_side)", file=sys.stderr)
+        usage = "usage: python -m bench.pipeline.engines JOB.json (written by bench.pipeline.side_by_side)"
+        print(usage, file=sys.stderr)
         return 2
     spawned_at = float(os.environ.get(SPAWNED_AT, "nan"))
     job = json.loads(Path(args[0]).read_text(encoding="utf-8"))

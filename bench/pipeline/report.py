@@ -10,7 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.side_by_side import CTRANSLATE2, DISK, ENGINE_NAMES, RUNTIME, TRANSFORMERS, SetupResult, Spread, summarise
+from bench.pipeline.side_by_side import (
+    CTRANSLATE2,
+    DISK,
+    ENGINE_NAMES,
+    RUNTIME,
+    TRANSFORMERS,
+    SetupResult,
+    Spread,
+    summarise,
+)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`make bench`: this runtime beside CTranslate2 and transformers, measured side by side (a script, not a test).
 
-    python -m bench.runtime_bench [--rounds 3] [--transformers-rounds 1] [--threads 2] [--repeats 3]
+    python -m bench.pipeline.runtime_bench [--rounds 3] [--transformers-rounds 1] [--threads 2] [--repeats 3]
                                   [--rebuild] [--quick] [--out docs/benchmarks.md]
                                   [--csanmt-bundle DIR | --csanmt-build] [--figures-json FILE]
 
@@ -10,20 +10,20 @@ Models (built once, cached in ``.bench/runtime/``):
   FFN 2048, vocabulary 65,001, swish, tied embeddings) and a SentencePiece tokenizer trained on the repository's
   dev set (its vocabulary padded with filler entries to 65,001 ids); this runtime gets the bundle
   ``build.export.export_bundle`` writes from it (verification thresholds for a random model, below), CTranslate2
-  the same checkpoint converted by its Transformers converter (int8, ``bench.ctranslate2_model``), transformers
+  the same checkpoint converted by its Transformers converter (int8, ``bench.pipeline.ctranslate2_model``), transformers
   the checkpoint itself (FP32);
 * **default**: the shipped bundle ``model_artifacts/default`` for this runtime; CTranslate2 and transformers get
-  the same architecture from ``model_artifacts/training-checkpoint`` (``bench.default_checkpoint``);
+  the same architecture from ``model_artifacts/training-checkpoint`` (``bench.pipeline.default_checkpoint``);
 * **CSANMT full size** (``--csanmt-bundle DIR``, or ``--csanmt-build`` to build the random one with
-  ``bench.csanmt_full_size`` and ``build.export``: minutes and ~8 GB): this runtime alone, as no other engine
+  ``bench.pipeline.csanmt_full_size`` and ``build.export``: minutes and ~8 GB): this runtime alone, as no other engine
   converts CSANMT.
 
-Each engine runs in fresh processes (``bench.engines``), ``--rounds`` rounds with the engine order rotated per
+Each engine runs in fresh processes (``bench.pipeline.engines``), ``--rounds`` rounds with the engine order rotated per
 round, on the same token ids with exactly 40 output tokens; each process measures its own memory. The run also
-measures the machine's memory read bandwidth on the same threads (``bench.bandwidth``) for the bandwidth bound,
-and the characters/s of news-length sentences through ``TranslationService`` (``bench.workload``) for the cost
-table (``bench.cost``). It prints the tables, writes them to ``--out`` (default ``docs/benchmarks.md``, with the
-chart ``docs/benchmarks.png``) and exits 1, naming each, when any figure could not be measured (nothing is
+measures the machine's memory read bandwidth on the same threads (``bench.pipeline.bandwidth``) for the bandwidth bound,
+and the characters/s of news-length sentences through ``TranslationService`` (``bench.pipeline.workload``) for the cost
+table (``bench.pipeline.cost``). It prints the tables, writes them to ``--out`` (default ``docs/benchmarks.md``, with
+the chart ``docs/benchmarks.png``) and exits 1, naming each, when any figure could not be measured (nothing is
 written then). ``--quick`` (the smoke test): the default model only, one round, 8 output tokens, a batch of 4,
 one repeat, a few sentences for the workload; it writes to ``.bench/quick/benchmarks.md`` unless ``--out`` says
 otherwise. The random models' outputs are meaningless; only speed, memory and size are measured.
@@ -44,8 +44,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench import bandwidth, cost, ctranslate2_model, default_checkpoint, report
-from bench.side_by_side import (
+from bench.pipeline import bandwidth, cost, ctranslate2_model, default_checkpoint, report
+from bench.pipeline.side_by_side import (
     Setup,
     SetupResult,
     Workload,
@@ -184,7 +184,7 @@ def csanmt_setup(work_dir: Path, bundle_dir: Path | None, build: bool) -> Setup 
         if not (bundle_dir / "manifest.json").is_file():
             print("building the full-size random CSANMT checkpoint (minutes, ~8 GB) and its bundle", flush=True)
             for command in (
-                [sys.executable, "-m", "bench.csanmt_full_size", "make", str(checkpoint)],
+                [sys.executable, "-m", "bench.pipeline.csanmt_full_size", "make", str(checkpoint)],
                 [
                     sys.executable,
                     "-m",
@@ -205,8 +205,8 @@ def csanmt_setup(work_dir: Path, bundle_dir: Path | None, build: bool) -> Setup 
         bundle_dir=bundle_dir.resolve(),
         notes=(
             "hidden 1024, 24 encoder / 6 decoder layers, 16 heads, vocabularies of 50,000, random weights "
-            f"(`bench.csanmt_full_size`); bundle `{bundle_dir}`; this runtime alone: CTranslate2 has no CSANMT "
-            "converter and transformers no CSANMT model",
+            f"(`bench.pipeline.csanmt_full_size`); bundle `{bundle_dir}`; this runtime alone: CTranslate2 has no "
+            "CSANMT converter and transformers no CSANMT model",
         ),
     )
 
@@ -235,7 +235,7 @@ def measure_workload(setup: Setup, threads: int, sentences: list[str]) -> dict[s
         "sentences": sentences,
         "request_texts": REQUEST_TEXTS,
     }
-    return run_process("bench.workload", job)
+    return run_process("bench.pipeline.workload", job)
 
 
 def environment() -> dict[str, str]:
@@ -269,7 +269,7 @@ def environment() -> dict[str, str]:
 
 def command_line(argv: list[str] | None) -> str:
     args = sys.argv[1:] if argv is None else argv
-    command = "python -m bench.runtime_bench" + ("" if not args else " " + shlex.join(args))
+    command = "python -m bench.pipeline.runtime_bench" + ("" if not args else " " + shlex.join(args))
     if os.environ.get("MAKELEVEL"):
         command = "make bench" + (f" BENCH_ARGS={shlex.quote(shlex.join(args))}" if args else "") + f"  ({command})"
     return command
@@ -349,8 +349,8 @@ def document(
         "tokens per hypothesis (end of sentence banned before, length capped there), no repetition guard, "
         "threads: 2 intra-op, 1 inter-op (CTranslate2 `intra_threads=2, inter_threads=1`, int8; transformers "
         "`torch.set_num_threads(2)`, FP32 `generate`; this runtime `TRANSLATE_THREADS=2`).",
-        f"- Each engine in fresh processes (`bench.engines`), {results[0].rounds} round(s) (CSANMT: its own count, "
-        "below), the engine order rotated "
+        f"- Each engine in fresh processes (`bench.pipeline.engines`), {results[0].rounds} round(s) "
+        "(CSANMT: its own count, below), the engine order rotated "
         "every round; a cell is the median over the processes, (min–max) in brackets. transformers (the slow FP32 "
         f"reference, not a target) runs in {transformers_rounds} round(s) only, one timed call per figure and one "
         "batch-1 sentence.",
@@ -410,8 +410,9 @@ def document(
             "Characters/s of news-length Chinese sentences from `data/corpus/dev.zh-en.tsv.gz` (30–120 "
             f"characters) sent in requests of {REQUEST_TEXTS} texts through `handler.service.TranslationService` "
             "with its default options (beam 4, repetition guard, protected spans) and its own batching, 2 threads, "
-            "one fresh process per model (`bench.workload`). The random opus-mt-sized model never ends a sentence "
-            "early, so it decodes to the length limit: more work per character than a trained model of that size.",
+            "one fresh process per model (`bench.pipeline.workload`). The random opus-mt-sized model never ends a "
+            "sentence early, so it decodes to the length limit: more work per character than a trained model of that "
+            "size.",
             "",
             *_workload_lines(workloads, titles),
             "",
@@ -440,7 +441,9 @@ def document(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.runtime_bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.pipeline.runtime_bench", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--rounds", type=int, default=3, help="fresh processes per engine (default 3)")
     parser.add_argument(
         "--transformers-rounds", type=int, default=1, help="rounds transformers (slow, FP32) runs in (default 1)"
@@ -506,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         result.extra["decoder_step_bytes"] = bandwidth.decoder_step_weight_bytes(setup.bundle_dir / "decoder.onnx")
         results.append(result)
 
-    from bench.workload import news_sentences
+    from bench.pipeline.workload import news_sentences
 
     sentences = news_sentences(WORKLOAD_SENTENCES["quick" if args.quick else "full"])
     workloads: dict[str, dict[str, Any]] = {}

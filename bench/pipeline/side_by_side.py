@@ -2,7 +2,7 @@
 
 ``run_setup`` takes one model (``Setup``: this runtime's bundle, and where there is one, the CTranslate2 folder
 and the transformers checkpoint of the same model), makes the token ids once with the bundle's own tokenizer,
-and starts one ``bench.engines`` process per engine per round, the engine order rotated every round (round 1:
+and starts one ``bench.pipeline.engines`` process per engine per round, the engine order rotated every round (round 1:
 A B C, round 2: B C A, ...), so that a slow spell of a shared machine falls on every engine alike. ``summarise``
 turns the rounds into a median and a min-max per figure, and ``missing`` lists every figure that some engine did
 not deliver in every round: the caller fails on any.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.engines import FIGURES, SPAWNED_AT
+from bench.pipeline.engines import FIGURES, SPAWNED_AT
 from handler.config import REPO_ROOT
 
 RUNTIME, CTRANSLATE2, TRANSFORMERS = "runtime", "ctranslate2", "transformers"
@@ -181,7 +181,7 @@ def run_setup(
             progress(f"  {setup.key}: round {round_number + 1}/{rounds}, {ENGINE_NAMES[engine]}")
             began = time.perf_counter()
             try:
-                figures = run_process("bench.engines", job)
+                figures = run_process("bench.pipeline.engines", job)
             except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
                 errors[engine].append(str(error))
                 progress(f"    FAILED: {error}")

@@ -1,4 +1,4 @@
-"""Characters per second of a realistic workload through the service: ``python -m bench.workload JOB.json``.
+"""Characters per second of a realistic workload through the service: ``python -m bench.pipeline.workload JOB.json``.
 
 One fresh process loads the bundle as a cold start does (``handler.coldstart.get_service``), translates one
 untimed request, then sends the job's news-length Chinese sentences (from the repository's dev set) in requests
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.memory import peak_rss_mb
+from bench.pipeline.memory import peak_rss_mb
 
 NEWS_LENGTH = (30, 120)  # characters of a news sentence
 
@@ -62,7 +62,8 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m bench.workload JOB.json (written by bench.runtime_bench)", file=sys.stderr)
+        usage = "usage: python -m bench.pipeline.workload JOB.json (written by bench.pipeline.runtime_bench)"
+        print(usage, file=sys.stderr)
         return 2
     print(json.dumps(measure(json.loads(Path(args[0]).read_text(encoding="utf-8")))))
     return 0

@@ -1,6 +1,6 @@
 """Batch invariance on a dev set: does any sentence translate differently alone and in a batch? (a script)
 
-    python -m bench.batch_invariance [--bundle model_artifacts/default] [--batch 16] [--pairs N]
+    python -m bench.quality.batch_invariance [--bundle model_artifacts/default] [--batch 16] [--pairs N]
 
 Translates every dev sentence (``build.corpus.dev_pairs``: the repository's set, or ``TRANSLATE_CORPUS_DIR``'s)
 through the real service once alone and once in consecutive batches of ``--batch``, and prints how many differ,
@@ -20,7 +20,9 @@ from handler.service import TranslationService
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.batch_invariance", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.quality.batch_invariance", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--bundle", type=Path, default=DEFAULT_BUNDLE_DIR)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--pairs", type=int, default=0, help="only the first N dev sentences (default: all)")

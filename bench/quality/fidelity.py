@@ -1,6 +1,6 @@
 """``make fidelity``: how much of what must survive translation does, per class, before and after protection.
 
-On the fidelity set (``tests/fixtures/fidelity.jsonl``, ``bench/fidelity_set.py``) it reports per class
+On the fidelity set (``tests/fixtures/fidelity.jsonl``, ``bench/quality/fidelity_set.py``) it reports per class
 
 * **exact**: the share of expected spans found in the output byte for byte (converted amounts and glossary
   targets as the English they must become; for ``no_chinese`` the whole output must equal the input);
@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import handler.model.decoding as decoding
-from handler.config import DEFAULT_BUNDLE_DIR, RuntimeConfig
+from handler.config import DEFAULT_BUNDLE_DIR, REPO_ROOT, RuntimeConfig
 from handler.model.loader import load_model
 from handler.service import TranslateOptions, TranslationService
 from handler.text.markup import skeleton
 from handler.text.numbers import find_amounts
 from handler.text.spans import contains_placeholder
 
-FIDELITY_SET = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "fidelity.jsonl"
+FIDELITY_SET = REPO_ROOT / "tests" / "fixtures" / "fidelity.jsonl"
 BATCH = 64
 TARGETS = {
     "url": 1.0,
@@ -205,7 +205,7 @@ def fidelity_report(service: TranslationService, label: str, show_failures: int)
 
 def tiny_bundle(work: Path) -> Path:
     """The random tiny Marian the test suite uses, exported into a bundle (needs the build environment)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(REPO_ROOT))
     from build.export import export_bundle
     from build.verify import VerifyThresholds
     from tests.conftest import TINY_THRESHOLDS_KW, _one_torch_thread, build_tiny_marian
@@ -218,7 +218,7 @@ def tiny_bundle(work: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.fidelity", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.quality.fidelity", description=__doc__.split("\n\n")[0])
     parser.add_argument("--bundle", type=Path, default=DEFAULT_BUNDLE_DIR)
     parser.add_argument("--tiny", action="store_true", help="also the random tiny test model (the fallback path)")
     parser.add_argument("--dev", action="store_true", help="dev BLEU and loops with protection on and off")

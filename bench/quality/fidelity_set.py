@@ -9,7 +9,7 @@ repository's dev set (``data/corpus/dev.zh-en.tsv.gz``, only sources we may redi
 ``expect`` holds the exact strings the English must contain (the span itself, or the converted amount, or the
 glossary's target term); for the ``html`` and ``markdown`` classes the output's markup skeleton must equal the
 input's, and for ``no_chinese`` the output must equal the input. The set is deterministic (a fixed seed):
-``python -m bench.fidelity_set`` rewrites the same file.
+``python -m bench.quality.fidelity_set`` rewrites the same file.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
 
 from build.corpus import REPOSITORY_CORPUS_DIR, dev_pairs
+from handler.config import REPO_ROOT
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "fidelity.jsonl"
+OUT = REPO_ROOT / "tests" / "fixtures" / "fidelity.jsonl"
 SEED = 12
 
 URLS = [

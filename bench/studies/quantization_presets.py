@@ -1,6 +1,6 @@
 """Size, INT8-vs-FP32 agreement and decoder-step speed of every quantization preset (a study, not a test).
 
-    python -m bench.quantization_presets [--checkpoint DIR]
+    python -m bench.studies.quantization_presets [--checkpoint DIR]
 
 Decided the default preset of ``build.quantize`` (the figures of its run: ``docs/decisions.md``). Without
 ``--checkpoint`` it builds a random model of the default model's shape, which agrees 100 % under every preset and
@@ -98,7 +98,9 @@ def measure(checkpoint: Path | None, work: Path, repeats: int = 200) -> list[dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.quantization_presets", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.studies.quantization_presets", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--checkpoint", type=Path, help="Marian checkpoint folder (default: random default shape)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="quantize-measure-") as work:

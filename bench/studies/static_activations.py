@@ -1,6 +1,6 @@
 """Static (calibrated) activation scales beside per-row ones: rewrite a bundle, then compare speed and quality.
 
-    python -m bench.static_activations DIR --out OUT [--calibration-sentences 256] [--percentile 100]
+    python -m bench.studies.static_activations DIR --out OUT [--calibration-sentences 256] [--percentile 100]
 
 Issue 15 asks for a batch-invariant INT8 scheme that is also fast, measured against the alternatives. The
 shipped scheme quantizes every activation row with its own scale (``build.quantize.quantize_activations_per_row``):
@@ -16,7 +16,7 @@ Calibration: the first ``--calibration-sentences`` Chinese sentences of ``data/c
 decode of up to 64 steps, with every quantized input read out as an extra graph output.
 
 The copy's manifest records the scheme (``quantization.activations = "static"``) and the file hashes; it is a
-measurement artifact (``python -m build.evaluate --bundle OUT`` scores it, ``bench.engines`` times it), not a
+measurement artifact (``python -m build.evaluate --bundle OUT`` scores it, ``bench.pipeline.engines`` times it), not a
 bundle the build writes.
 """
 

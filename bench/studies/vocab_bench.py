@@ -1,6 +1,6 @@
 """How the default model's SentencePiece vocabulary size trades sequence length against output-layer cost.
 
-    python -m bench.vocab_bench [--sizes 8000 16000 32000] [--sample 20000]
+    python -m bench.studies.vocab_bench [--sizes 8000 16000 32000] [--sample 20000]
 
 For each size, trains the joint zh+en SentencePiece model exactly as ``build/training/train.py`` does (on the
 licence-clean training pairs) and prints, side by side: pieces holding Chinese characters, tokens per pair (training
@@ -98,7 +98,7 @@ def training_tokens_per_second(vocab_size: int, src_len: float, tgt_len: float, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.vocab_bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.vocab_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[8_000, 16_000, 32_000])
     parser.add_argument("--sample", type=int, default=20_000, help="training pairs whose lengths are averaged")
     args = parser.parse_args(argv)

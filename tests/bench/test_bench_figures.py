@@ -9,8 +9,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from bench import cost, engines, report
-from bench.side_by_side import CTRANSLATE2, RUNTIME, Setup, SetupResult, Workload, missing, rotated, summarise
+from bench.pipeline import cost, engines, report
+from bench.pipeline.side_by_side import CTRANSLATE2, RUNTIME, Setup, SetupResult, Workload, missing, rotated, summarise
 
 
 def _graph(tmp_path: Path) -> Path:
@@ -38,7 +38,7 @@ def _graph(tmp_path: Path) -> Path:
 
 
 def test_step_bytes_count_shared_tables_whole_and_lookups_by_row(tmp_path: Path) -> None:
-    from bench.bandwidth import decoder_step_weight_bytes
+    from bench.pipeline.bandwidth import decoder_step_weight_bytes
 
     counted = decoder_step_weight_bytes(_graph(tmp_path))
     assert counted == {"total": 800 + 256 + 32, "whole": 800 + 256, "rows": 32, "tensors": 3}
@@ -83,7 +83,7 @@ def test_a_figure_lacking_in_one_round_or_not_finite_is_reported() -> None:
 
 def test_a_failed_process_is_reported_with_its_message() -> None:
     result = _result({RUNTIME: [_figures(1.0)], CTRANSLATE2: []}, 1)
-    result.errors[CTRANSLATE2].append("bench.engines (ctranslate2) exited with 1: boom")
+    result.errors[CTRANSLATE2].append("bench.pipeline.engines (ctranslate2) exited with 1: boom")
     problems = missing(result)
     assert any("a process failed" in p and "boom" in p for p in problems)
     assert sum("CTranslate2" in p for p in problems) == 1 + len(engines.FIGURES)
@@ -118,7 +118,7 @@ def test_serverless_costs_follow_the_prices() -> None:
 
 
 def test_an_engine_started_in_fewer_rounds_is_expected_in_those_only() -> None:
-    from bench.side_by_side import TRANSFORMERS
+    from bench.pipeline.side_by_side import TRANSFORMERS
 
     result = _result({RUNTIME: [_figures(1.0)] * 2, CTRANSLATE2: [_figures(1.0)] * 2}, 2)
     result = SetupResult(

@@ -1,6 +1,6 @@
 """`make loadtest`'s script in its --quick mode against the real server, and the figures it computes.
 
-``python -m bench.loadtest --quick`` runs in a child process (locust patches the standard library for gevent
+``python -m bench.load.loadtest --quick`` runs in a child process (locust patches the standard library for gevent
 when imported, which must not happen inside pytest): infra/local/run.sh serves the shipped bundle with a
 300-character limit, locust sends 40 requests, 8 at a time, then a 40-request soak; about 30-60 s on 2 busy cores.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.load_figures import Outcome, PhaseResult, check_answer, percentile, soak_figures
-from bench.served_function import RssSample
+from bench.load.load_figures import Outcome, PhaseResult, check_answer, percentile, soak_figures
+from bench.load.served_function import RssSample
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 QUICK_LIMIT = 300
@@ -26,7 +26,7 @@ QUICK_LIMIT = 300
 def test_quick_load_and_soak_against_the_local_server(tmp_path: Path) -> None:
     report = tmp_path / "figures.json"
     run = subprocess.run(
-        [sys.executable, "-m", "bench.loadtest", "--quick", "--server-venv", sys.prefix, "--json", str(report)],
+        [sys.executable, "-m", "bench.load.loadtest", "--quick", "--server-venv", sys.prefix, "--json", str(report)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

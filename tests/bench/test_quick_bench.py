@@ -1,4 +1,4 @@
-"""`python -m bench.runtime_bench --quick`: every figure measured for every engine, and the report written.
+"""`python -m bench.pipeline.runtime_bench --quick`: every figure measured for every engine, and the report written.
 
 On the shipped default bundle, with CTranslate2 and transformers on the training checkpoint (converted into a
 temporary folder), one round, 8 output tokens, a batch of 4. About 35 s of CPU (an idle 2-core machine: under a
@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.engines import FIGURES
-from bench.side_by_side import DISK, ENGINE_NAMES, REPO_ROOT, child_environment
+from bench.pipeline.engines import FIGURES
+from bench.pipeline.side_by_side import DISK, ENGINE_NAMES, REPO_ROOT, child_environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.shipped_model]
 
 
 def test_quick_mode_measures_every_figure_of_every_engine(tmp_path: Path) -> None:
     out, figures_json = tmp_path / "benchmarks.md", tmp_path / "figures.json"
-    command = [sys.executable, "-m", "bench.runtime_bench", "--quick", "--work-dir", str(tmp_path / "work")]
+    command = [sys.executable, "-m", "bench.pipeline.runtime_bench", "--quick", "--work-dir", str(tmp_path / "work")]
     completed = subprocess.run(
         [*command, "--out", str(out), "--figures-json", str(figures_json)],
         cwd=REPO_ROOT,

@@ -1,4 +1,4 @@
-"""bench.static_activations on the shipped bundle: the rewrite, its calibrated scales, batch invariance."""
+"""bench.studies.static_activations on the shipped bundle: the rewrite, its calibrated scales, batch invariance."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from bench import static_activations
+from bench.studies import static_activations
 from handler.config import RuntimeConfig
 from handler.model import bundle
 from handler.model.loader import load_model

@@ -132,7 +132,7 @@ def _tf1() -> Any:
 
 
 def _make(request: dict[str, Any]) -> None:
-    from bench.csanmt_full_size import CsanmtShape, RandomScales, write_checkpoint
+    from bench.pipeline.csanmt_full_size import CsanmtShape, RandomScales, write_checkpoint
 
     names = write_checkpoint(
         Path(request["folder"]),

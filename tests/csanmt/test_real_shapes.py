@@ -1,6 +1,6 @@
 """The converter's variable list at the real model's shapes, and the full-size benchmark checkpoint's vocabularies.
 
-GIVEN the real damo/nlp_csanmt_translation_zh2en configuration (bench.csanmt_full_size.CsanmtShape's defaults)
+GIVEN the real damo/nlp_csanmt_translation_zh2en configuration (bench.pipeline.csanmt_full_size.CsanmtShape's defaults)
 THEN the converter expects modelscope's 511 inference variables and 569,555,456 parameters (the counts of
 modelscope's graph at that configuration, as the random full-size checkpoint confirms), and the generator's
 vocabularies have the real sizes with ``</s>`` first and ``<unk>`` last.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.csanmt_full_size import CsanmtShape, full_size_vocabularies
+from bench.pipeline.csanmt_full_size import CsanmtShape, full_size_vocabularies
 from build.families.csanmt.checkpoint import CsanmtConfig, expected_variables
 
 

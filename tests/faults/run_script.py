@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.served_function import READY_EVENT, START_FAILED_EVENT, run_events
+from bench.load.served_function import READY_EVENT, START_FAILED_EVENT, run_events
 from tests.local_run import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 A server that closes an idle connection races with a client reusing it: the request arrives as the connection
 is closed, the client gets no answer and may not retry a POST by itself (``handler/adapters/gunicorn_server.py``; the
-race is what ``make loadtest``'s soak lost 2 requests of 20,000 to, and ``bench/keepalive_race.py`` reproduces
+race is what ``make loadtest``'s soak lost 2 requests of 20,000 to, and ``bench/load/keepalive_race.py`` reproduces
 it). Here a client that pauses 3.5 s between two requests on one connection (past gunicorn's default keep-alive
 plus its 1 s timer) must get both answers on that connection. Bound: ~10 s (tiny bundle start, the pause, stop).
 """

@@ -242,7 +242,7 @@ def test_every_row_translates_the_same_alone_and_in_one_batch(service) -> None: 
 
 def test_dev_sentences_translate_the_same_alone_and_in_batches_of_16(service) -> None:  # type: ignore[no-untyped-def]
     """The first 64 sentences of the repository's dev set, alone and 16 at a time (the whole set is measured by
-    ``python -m bench.batch_invariance``)."""
+    ``python -m bench.quality.batch_invariance``)."""
     from build import corpus
 
     chinese = [pair.zh for pair in corpus.dev_pairs(corpus.REPOSITORY_CORPUS_DIR)][:64]

@@ -127,7 +127,7 @@ REPO = Path(__file__).resolve().parents[2]
 FREED_BLOCK_PROBE = r"""
 import sys
 import numpy as np
-from bench.memory import current_rss_mb
+from bench.pipeline.memory import current_rss_mb
 if sys.argv[1] == "fixed":
     from handler.model.memory import return_large_blocks_to_the_system
     assert return_large_blocks_to_the_system()
