@@ -65,7 +65,7 @@ FROM bundle${MODEL:+-export} AS selected-bundle
 FROM ${PYTHON_IMAGE} AS runtime-base
 # A function's file system is read-only except /tmp: HOME (onnxruntime's cache folder) and caches live there,
 # and Python never writes bytecode at run time (it is compiled into the image below). MALLOC_ARENA_MAX: glibc
-# otherwise gives each server thread its own heap (8 gunicorn threads: worker RSS ~167 -> ~125 MB measured).
+# otherwise gives each server thread its own heap (docs/decisions.md).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \

@@ -39,6 +39,9 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
         "tests/fuzz/test_pathological_texts.py",
     ],
     "handler/api/router.py": ["tests/mutation_kills/test_http_api.py", "tests/runtime_text/test_request_limits.py"],
+    "handler/api/messages.py": ["tests/mutation_kills/test_http_api.py", "tests/runtime_text/test_request_limits.py"],
+    "handler/api/page.py": ["tests/mutation_kills/test_http_api.py"],
+    "handler/text/parts.py": ["tests/runtime_text/test_bulk_plan.py"],
 }
 
 

@@ -202,29 +202,29 @@ EQUIVALENT: dict[str, str] = {
     # --- handler/api/router.py
     "handler.api.router.xǁHttpResponseǁbody_text__mutmut_3": '"utf-8" -> "UTF-8": codec names are case-insensitive',
     "handler.api.router.xǁHttpApiǁ__init____mutmut_37": '"utf-8" -> "UTF-8": codec names are case-insensitive',
-    "handler.api.router.x__json_response__mutmut_9": '"utf-8" -> "UTF-8": codec names are case-insensitive',
-    "handler.api.router.x__render_page__mutmut_53": '"utf-8" -> "UTF-8": codec names are case-insensitive',
-    "handler.api.router.x__render_page__mutmut_62": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.api.messages.x_json_response__mutmut_9": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.api.page.x_render_page__mutmut_53": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.api.page.x_render_page__mutmut_62": '"utf-8" -> "UTF-8": codec names are case-insensitive',
     "handler.api.router.xǁHttpApiǁ__init____mutmut_31": (
         "ensure_ascii=False -> None: json.dumps only tests it for truth, so None is False"
     ),
-    "handler.api.router.x__json_response__mutmut_4": "ensure_ascii=False -> None: only tested for truth",
-    "handler.api.router.x__render_page__mutmut_40": "ensure_ascii=False -> None: only tested for truth",
+    "handler.api.messages.x_json_response__mutmut_4": "ensure_ascii=False -> None: only tested for truth",
+    "handler.api.page.x_render_page__mutmut_40": "ensure_ascii=False -> None: only tested for truth",
     "handler.api.router.xǁHttpApiǁ__init____mutmut_33": (
         "the OpenAPI document with ensure_ascii=True (the default): \\u escapes instead of UTF-8, the same JSON "
         "value for every client that parses it"
     ),
     "handler.api.router.xǁHttpApiǁ__init____mutmut_35": "as above: ensure_ascii=True, the same document once parsed",
-    "handler.api.router.x__render_page__mutmut_42": (
+    "handler.api.page.x_render_page__mutmut_42": (
         "the page's configuration with ensure_ascii=True (the default): the page's script parses the same values "
         "(and escapes hold no < or >)"
     ),
-    "handler.api.router.x__render_page__mutmut_43": "as above: ensure_ascii=True, the same values once parsed",
-    "handler.api.router.x__render_page__mutmut_46": (
+    "handler.api.page.x_render_page__mutmut_43": "as above: ensure_ascii=True, the same values once parsed",
+    "handler.api.page.x_render_page__mutmut_46": (
         '"\\u003c" -> "\\u003C": JSON hex escapes are case-insensitive, the same character once parsed'
     ),
-    "handler.api.router.x__render_page__mutmut_49": '"\\u003e" -> "\\u003E": as above',
-    "handler.api.router.x_status_for__mutmut_1": (
+    "handler.api.page.x_render_page__mutmut_49": '"\\u003e" -> "\\u003E": as above',
+    "handler.api.messages.x_status_for__mutmut_1": (
         "the fallback 500 -> 501 is unreachable: status_for takes a TranslatorError, and the table's last row is "
         "TranslatorError"
     ),
@@ -238,8 +238,10 @@ EQUIVALENT: dict[str, str] = {
     "handler.api.router.xǁHttpApiǁ_log__mutmut_49": (
         'headers.get("Content-Type", "") -> default "XXXX": without a Content-Type neither starts with "text/html"'
     ),
-    "handler.api.router.x_media_type_of__mutmut_6": 'message["CONTENT-TYPE"]: email header names are case-insensitive',
-    "handler.api.router.x_media_type_of__mutmut_10": 'get_param("CHARSET"): parameter names are case-insensitive',
+    "handler.api.messages.x_media_type_of__mutmut_6": (
+        'message["CONTENT-TYPE"]: email header names are case-insensitive'
+    ),
+    "handler.api.messages.x_media_type_of__mutmut_10": 'get_param("CHARSET"): parameter names are case-insensitive',
     "handler.api.router.x__normalise_path__mutmut_5": 'path.split("?", 1)[0] -> split("?")[0]: the same first part',
     "handler.api.router.x__normalise_path__mutmut_8": 'split("?", 1)[0] -> split("?", 2)[0]: the same first part',
     "handler.api.router.x__normalise_path__mutmut_10": (

@@ -31,9 +31,7 @@ from handler.model.sessions import OnnxEncoderDecoder
 T = TypeVar("T")
 
 # warm-up input: a short sentence alone (greedy), then both as a batch (the service's beam): every graph and both
-# searches run once before the first request. Kept small, because it is the cold start's own cost: measured on
-# the opus-mt-zh-en-sized bundle (2 threads), four sentences of 8 tokens took 0.36-0.61 s, these 0.09-0.13 s, and
-# the first translation after either (beam 4, 40 tokens) took as long as the second.
+# searches run once before the first request; kept small, as it is the cold start's own cost (docs/decisions.md)
 WARMUP_SENTENCES = ("你好。", "今天天气很好，我们去公园散步吧。")
 WARMUP_NEW_TOKENS = 3
 

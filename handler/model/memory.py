@@ -6,11 +6,7 @@ logits and frees them again. glibc keeps freed memory inside the process: the RS
 peak although the memory is free. ``release_free_heap`` returns it once the RSS has grown by more than
 ``RETAIN_BYTES`` since the last trim: the loader calls it after the warm-up, the service after each request.
 
-Measured (2 threads, 1 December 2026): the opus-mt-zh-en-sized bundle's RSS after load 236 -> 195 MB; the
-default bundle's after 20 requests of 1 to 9 dev sentences 160 -> 131 MB with a trim after every one (103 MB with
-this policy once script detection stopped loading OpenCC, ``handler.text.script_conversion``). A trim took 5 ms on
-average there (10 ms at most), so it runs only once the RSS has grown by ``RETAIN_BYTES`` since the last one
-(reading the RSS takes microseconds).
+A trim costs a few milliseconds, so it runs only once the RSS has grown by ``RETAIN_BYTES`` (docs/decisions.md).
 Elsewhere than glibc (musl, macOS) both calls are absent and nothing is done.
 """
 
@@ -89,10 +85,9 @@ M_MMAP_THRESHOLD = -3  # glibc <malloc.h>
 def return_large_blocks_to_the_system(threshold_bytes: int = 128 * 1024) -> bool:
     """Serve every allocation of ``threshold_bytes`` or more from its own mapping, so that freeing it returns it.
 
-    Without the CPU arena, ONNX Runtime mallocs each step's key/value caches. glibc raises its mmap threshold
-    every time such a block is freed (up to 32 MB), after which those blocks come from the heap, which fragments
-    and does not shrink: measured on the full-size CSANMT, 28 rows x 80 steps, four batches, the peak RSS grew
-    1,014 -> 1,060 MB; with a fixed threshold it stayed at 957 MB. Returns False where it cannot be set (not glibc).
+    Without the CPU arena, ONNX Runtime mallocs each step's key/value caches; glibc raises its mmap threshold each
+    time such a block is freed, after which those blocks come from a heap that fragments and does not shrink
+    (figures: docs/decisions.md). Returns False where it cannot be set (not glibc).
     """
     if _LIBC is None:
         return False

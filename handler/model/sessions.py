@@ -48,16 +48,9 @@ PROVIDERS = ["CPUExecutionProvider"]
 LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
 
 
-# No session uses ONNX Runtime's CPU memory arena: it keeps the decoder's per-step key/value buffers, which grow
-# every step, instead of returning them. Measured (batch 16, beam 4, 80 forced tokens, 2 threads, side by side):
-# opus-mt-zh-en-sized peak RSS 925 -> 756-775 MB, the default model 296-300 -> 243-247 MB, at the same speed within
-# the noise. Graphs larger than this together (a full-size CSANMT bundle: 626 MB) also open "lean": no pre-packed
-# weights. Measured on the full-size random CSANMT, 64 rows decoding 100 steps: pre-packing keeps a second,
-# re-laid-out copy of every INT8 weight matrix (RSS after load 967 MB, 674 MB without; peak 1,918 MB with arena and
-# pre-packing, 1,575 MB with neither). Smaller models' decoders keep pre-packing: they fit easily and it is faster
-# (the encoder never pre-packs: see OnnxEncoderDecoder). A lean model also fixes glibc's mmap threshold
-# (``return_large_blocks_to_the_system``), which cut the opus-mt-sized peak further (to 645 MB) but cost speed
-# there (26.7 s against 14-18 s), so it stays for the large models only.
+# No session uses ONNX Runtime's CPU memory arena: it would keep the decoder's growing per-step key/value buffers.
+# Graphs larger than this together (a full-size CSANMT bundle) also open "lean": no pre-packed weight copies, and
+# glibc's mmap threshold fixed; smaller decoders keep pre-packing, which is faster. Figures: docs/decisions.md.
 LEAN_LOADING_BYTES = 300_000_000
 
 
@@ -164,12 +157,8 @@ class OnnxEncoderDecoder:
         self.lean = loads_lean(Path(encoder_path), Path(decoder_path))
         if self.lean:
             memory.return_large_blocks_to_the_system()
-        # The encoder never keeps pre-packed weights: it runs once per batch on many rows (every source token),
-        # where packing its weights on the fly costs nothing measurable, and the packed copy costs memory.
-        # Measured, 2 threads, min of 21 calls: opus-mt-zh-en-sized 1 x 24 tokens 16.5-16.7 ms unpacked against
-        # 17.2-24.1 ms packed, 16 x 24 tokens 260-272 against 212-269 ms, RSS after a call 121 against 133 MB;
-        # the default model 5.3-6.5 against 6.6-6.9 ms and 49-61 against 84-106 ms, 76 against 79 MB.
-        # The decoder's per-token steps are where packing pays (twice as fast at one row, measured).
+        # The encoder never keeps pre-packed weights: it runs once per batch on many rows, where packing on the fly
+        # costs nothing measurable and the packed copy costs memory; the decoder's steps are where packing pays.
         encoder_options = session_options(threads, spinning, lean=True)
         options = session_options(threads, spinning, lean=self.lean)
         # the tied embedding both graphs read (bundle.SHARED_EMBEDDING): one copy in memory for both sessions

@@ -4,14 +4,15 @@ One invocation's time is limited (Lambda 900 s at most, Cloud Functions 540 s fo
 1,000 characters/s with the default model. A ``.txt`` upload of more than ``TRANSLATE_PART_CHARS`` characters is
 therefore translated in parts, by as many concurrent invocations as the platform runs:
 
-1. **plan** (the upload's event): the text is cut at paragraph boundaries (then line breaks, then sentence ends,
-   only where a paragraph alone is too long) into parts of at most ``TRANSLATE_PART_CHARS`` characters. The
-   manifest ``{work}{job}/manifest.json`` is created first (a conditional create: of two deliveries of the event,
-   one plans), naming the source, the output, the output's version at planning time, and every part with its
-   sha256, character count and the separator that follows it. Then each part is written as
-   ``{work}{job}/parts/NNNNN.txt`` (again create-only). ``{work}`` is ``TRANSLATE_WORK_PREFIX`` in the output
-   bucket; the job id hashes the source object, its content, the model bundle and the part size, so a re-delivered
-   upload event finds its manifest and only writes parts that are missing.
+1. **plan** (the upload's event): the text is cut (``handler.text.parts``) at paragraph boundaries (then line
+   breaks, then sentence ends, only where a paragraph alone is too long) into parts of at most
+   ``TRANSLATE_PART_CHARS`` characters. The manifest ``{work}{job}/manifest.json`` is created first (a
+   conditional create: of two deliveries of the event, one plans), naming the source, the output, the output's
+   version at planning time, and every part with its sha256, character count and the separator that follows it.
+   Then each part is written as ``{work}{job}/parts/NNNNN.txt`` (again create-only). ``{work}`` is
+   ``TRANSLATE_WORK_PREFIX`` in the output bucket; the job id hashes the source object, its content, the model
+   bundle and the part size, so a re-delivered upload event finds its manifest and only writes parts that are
+   missing.
 2. **translate a part** (each part object's "created" event, fanned out by the platform: S3 event notifications
    on the work prefix, Cloud Storage finalize events): the part is checked against the manifest's hash,
    translated within the invocation's deadline, and its translation created as ``{work}{job}/done/NNNNN.en``.
@@ -56,6 +57,7 @@ from handler.storage.files import (
     translate_text,
 )
 from handler.storage.object_store import ObjectRef, VersionedStore
+from handler.text.parts import Part, plan_parts
 
 logger = logging.getLogger(__name__)
 
@@ -70,13 +72,6 @@ META_PARTS = "bulk-parts"
 JSON_CONTENT_TYPE = "application/json"
 MAX_SWAP_ATTEMPTS = 50
 
-# where a text may be cut, coarsest first: blank-line runs (paragraphs), line breaks, after a sentence end
-_CUTS = (
-    re.compile(r"(\r?\n[ \t]*(?:\r?\n[ \t]*)+)"),
-    re.compile(r"(\r?\n)"),
-    re.compile(r"(?<=[。！？!?；;…])(\s*)"),
-)
-_LEADING_SPACE = re.compile(r"\s*")
 _PART_KEY = re.compile(r"(?P<job>[0-9a-f]{20})/parts/(?P<index>\d{5})\.txt")
 
 
@@ -84,61 +79,6 @@ class BulkError(TranslatorError):
     """The fan-out's own objects are not what the manifest says (a bug or a manual change in the work prefix)."""
 
     code = "bulk_inconsistent"
-
-
-# --- planning: where a text is cut ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Part:
-    """One part: its text and the separator (whitespace) that follows it in the source."""
-
-    text: str
-    separator: str
-
-
-def plan_parts(text: str, max_chars: int) -> tuple[str, list[Part]]:
-    """``(lead, parts)``: ``lead + Σ(part.text + part.separator) == text``; each part at most ``max_chars``."""
-    lead = _LEADING_SPACE.match(text)
-    assert lead is not None
-    rest = text[lead.end() :]
-    parts = [Part(body, separator) for body, separator in _pack(rest, max_chars, 0)] if rest else []
-    assert lead.group() + "".join(p.text + p.separator for p in parts) == text
-    return lead.group(), parts
-
-
-def _units(text: str, level: int) -> list[tuple[str, str]]:
-    pieces = _CUTS[level].split(text)
-    return [(pieces[i], pieces[i + 1] if i + 1 < len(pieces) else "") for i in range(0, len(pieces), 2)]
-
-
-def _pack(text: str, limit: int, level: int) -> list[tuple[str, str]]:
-    """Cut ``text`` into (body, separator) pairs of at most ``limit`` characters, at the coarsest cuts possible."""
-    if len(text) <= limit:
-        return [(text, "")]
-    if level == len(_CUTS):  # no cut point at all: cut hard
-        return [(text[i : i + limit], "") for i in range(0, len(text), limit)]
-    packed: list[tuple[str, str]] = []
-    body, pending = "", ""  # the part being filled, and the separator after its last unit
-    for unit, separator in _units(text, level):
-        if not unit:  # an empty unit (text ending at a cut): its separator joins the previous one
-            pending += separator
-            continue
-        if len(unit) > limit:
-            if body:
-                packed.append((body, pending))
-            elif pending:
-                packed.append(("", pending))
-            packed.extend(_pack(unit, limit, level + 1))
-            last_body, last_separator = packed[-1]
-            packed[-1] = (last_body, last_separator + separator)
-            body, pending = "", ""
-        elif body and len(body) + len(pending) + len(unit) > limit:
-            packed.append((body, pending))
-            body, pending = unit, separator
-        else:
-            body, pending = (body + pending + unit, separator) if body else (pending + unit, separator)
-    if body or pending:
-        packed.append((body, pending))
-    return packed
 
 
 def translate_in_parts(service: TranslationService, text: str, max_chars: int) -> str:

@@ -25,13 +25,13 @@ from handler.storage.bulk import (
     JobLayout,
     assemble,
     handle_object_event,
-    plan_parts,
     read_progress,
     translate_in_parts,
     translate_part,
 )
 from handler.storage.files import translate_text
 from handler.storage.object_store import GcsStore, ObjectRef, S3Store
+from handler.text.parts import plan_parts
 from tests.adapters.conftest import AWS_TEST_ENV, start_functions_framework
 from tests.adapters.fan_out_platform import WORK_PREFIX, Workers, part_events, s3_event
 from tests.adapters.test_entry_processes import post

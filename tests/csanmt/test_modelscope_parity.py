@@ -81,11 +81,11 @@ def test_pytorch_encoder_states_and_semantic_vector_match_modelscope(
 def test_onnx_encoder_outputs_match_modelscope(
     parity: dict[str, Any], csanmt_checkpoint: Any, csanmt_fp32_graphs: tuple[Path, Path]
 ) -> None:
-    from build.families.csanmt import OnnxCsanmt
+    from build.families.csanmt import RuntimeGraphs
     from build.verify import SourceBatch
     from handler.model.bundle import ENCODER_STATES, SEMANTIC_VECTOR
 
-    graphs = OnnxCsanmt(*csanmt_fp32_graphs, csanmt_checkpoint.config)
+    graphs = RuntimeGraphs(*csanmt_fp32_graphs, csanmt_checkpoint.spec)
     encoded = graphs.encode(SourceBatch(parity["ids"], parity["mask"]))
     expected = parity["expected"]
     assert _max_diff(encoded[ENCODER_STATES], expected["encoder_states"]) < TOLERANCE
@@ -107,13 +107,13 @@ def test_onnx_step_by_step_log_probs_match_modelscope(
     parity: dict[str, Any], csanmt_checkpoint: Any, csanmt_fp32_graphs: tuple[Path, Path]
 ) -> None:
     """The decoder graph, one step at a time with its KV cache, gives modelscope's all-at-once log-probs."""
-    from build.families.csanmt import OnnxCsanmt
+    from build.families.csanmt import RuntimeGraphs
     from build.verify import SourceBatch
 
     expected = parity["expected"]
     targets = expected["targets"]
     previous = np.concatenate([np.zeros((targets.shape[0], 1), dtype=np.int64), targets[:, :-1]], axis=1)
-    graphs = OnnxCsanmt(*csanmt_fp32_graphs, csanmt_checkpoint.config)
+    graphs = RuntimeGraphs(*csanmt_fp32_graphs, csanmt_checkpoint.spec)
     found = graphs.steps(SourceBatch(parity["ids"], parity["mask"]), previous)
     assert _max_diff(found, expected["log_probs"]) < TOLERANCE
     # the log-probabilities are not trivially close: rows differ between positions and sentences

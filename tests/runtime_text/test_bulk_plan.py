@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handler.storage.bulk import plan_parts
+from handler.text.parts import plan_parts
 
 PIECES = ["好", "我们去公园散步吧", "。", "？", "\n", "\n\n", "\r\n", "\r\n\r\n", " ", "\n \n", "abc", "…"]
 

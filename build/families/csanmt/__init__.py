@@ -1,17 +1,18 @@
 """The CSANMT family: a ModelScope ``damo/nlp_csanmt_translation_*`` folder (TensorFlow checkpoint).
 
-Load: ``csanmt_checkpoint`` reads the configuration and only the inference variables; ``csanmt_graphs`` rebuilds
-the network in PyTorch (the reference) and exports the graphs. Verification, on ``build.verify``'s sentences
+Load: ``checkpoint`` reads the configuration and only the inference variables; ``graphs`` rebuilds the network in
+PyTorch (the reference) and exports the graphs. Verification, on ``build.verify``'s sentences
 tokenized as modelscope's pipeline does (jieba, subword-nmt BPE, vocabulary lookup with out-of-vocabulary ids
 ``src_vocab_size - 1``, EOS 0 appended, right-padded with 0):
 
 * FP32 ONNX vs the PyTorch network: log-probabilities teacher-forced on PyTorch's greedy output (PyTorch all
-  positions at once with a causal mask; ONNX step by step with the KV cache), and greedy outputs;
+  positions at once with a causal mask; ONNX step by step with the KV cache, in the runtime's own sessions:
+  ``RuntimeGraphs``), and greedy outputs;
 * INT8 vs FP32 ONNX: teacher-forced top-1 agreement and greedy exact match.
 
 Greedy decoding here follows modelscope's protocol: step 0 reads the zero vector, EOS (0) may be chosen at any
 step and ends the output. The bundle carries ``bpe.zh``, ``src_vocab.txt``, ``trg_vocab.txt``; the manifest
-declares the family, the tokenizer and the decoding protocol (``/work/notes/csanmt_contract.md``).
+declares the family, the tokenizer and the decoding protocol (``handler.model.families.csanmt``).
 """
 
 from __future__ import annotations
@@ -86,51 +87,33 @@ class PipelineTokenizer:
         return verify.SourceBatch(input_ids, attention_mask)
 
 
-class OnnxCsanmt:
-    """The two FP32 or INT8 graphs in ONNX Runtime, for verification (the runtime has its own loader)."""
+class RuntimeGraphs:
+    """Two FP32 or INT8 graphs in the runtime's own sessions (``handler.model.sessions.OnnxEncoderDecoder`` under the
+    CSANMT family's graph contract, 2 threads), driven the way verification needs: every encoder output, teacher-
+    forced steps, and a plain greedy search (EOS allowed from the first step, as modelscope's search allows it)."""
 
-    def __init__(self, encoder: Path, decoder: Path, config: CsanmtConfig) -> None:
-        import onnxruntime as ort
+    def __init__(self, encoder: Path, decoder: Path, spec: ModelSpec) -> None:
+        from handler.model.families import csanmt as csanmt_family
+        from handler.model.sessions import OnnxEncoderDecoder
 
-        from build.families.csanmt.graphs import decoder_io_names, encoder_io_names
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 2
-        options.log_severity_level = 3
-        # no pre-packed copies of the weights: the FP32 encoder alone would take another 1.5 GB at full size, beside
-        # the PyTorch reference (same results; pre-packing only changes the weights' memory layout)
-        options.add_session_config_entry("session.disable_prepacking", "1")
-        providers = ["CPUExecutionProvider"]
-        self.config = config
-        self.encoder = ort.InferenceSession(str(encoder), sess_options=options, providers=providers)
-        self.decoder = ort.InferenceSession(str(decoder), sess_options=options, providers=providers)
-        self._encoder_outputs = encoder_io_names(config.num_decoder_layers)[1]
-        self._decoder_outputs = decoder_io_names(config.num_decoder_layers)[1]
+        contract = csanmt_family.graph_contract(spec.decoder_layers)
+        self.sessions = OnnxEncoderDecoder(encoder, decoder, spec, contract, threads=2)
+        self._encoder_outputs = list(contract.encoder_outputs)
 
     def encode(self, batch: verify.SourceBatch) -> dict[str, np.ndarray]:
+        """Every encoder output by name, the verification outputs (encoder states, semantic vector) included."""
         feeds = {bundle.INPUT_IDS: batch.input_ids, bundle.ATTENTION_MASK: batch.attention_mask}
-        return dict(zip(self._encoder_outputs, self.encoder.run(self._encoder_outputs, feeds), strict=True))
+        return dict(zip(self._encoder_outputs, self.sessions.encoder.run(self._encoder_outputs, feeds), strict=True))
 
     def steps(self, batch: verify.SourceBatch, previous: np.ndarray) -> np.ndarray:
         """Log-probs [B, T, V]: step t reads ``previous[:, t]`` (ignored at t = 0) with the KV cache."""
-        layers = self.config.num_decoder_layers
-        encoded = self.encode(batch)
-        shape = (previous.shape[0], self.config.num_heads, 0, self.config.head_dim)
-        past = {name: np.zeros(shape, dtype=np.float32) for i in range(layers) for name in _past_names(i)}
-        constants = _decoder_constants(encoded)
+        cross = self.sessions.encode(batch.input_ids, batch.attention_mask)
+        past = self.sessions.empty_past(previous.shape[0])
         results: list[np.ndarray] = []
         for step in range(previous.shape[1]):
-            feeds = {
-                bundle.INPUT_IDS: np.ascontiguousarray(previous[:, step : step + 1]),
-                bundle.ENCODER_ATTENTION_MASK: batch.attention_mask,
-                **past,
-                **constants,
-            }
-            outputs = dict(zip(self._decoder_outputs, self.decoder.run(self._decoder_outputs, feeds), strict=True))
-            results.append(outputs[bundle.LOG_PROBS])
-            past = {bundle.past_key(i): outputs[bundle.present_key(i)] for i in range(layers)} | {
-                bundle.past_value(i): outputs[bundle.present_value(i)] for i in range(layers)
-            }
+            token = np.ascontiguousarray(previous[:, step : step + 1])
+            log_probs, past = self.sessions.step(token, batch.attention_mask, past, cross)
+            results.append(np.array(log_probs))  # a copy: the session may reuse its output buffer
         return np.stack(results, axis=1)
 
     def greedy(self, batch: verify.SourceBatch, max_new_tokens: int) -> list[list[int]]:
@@ -139,20 +122,11 @@ class OnnxCsanmt:
         previous = np.zeros((rows, 1), dtype=np.int64)
         finished = np.zeros(rows, dtype=bool)
         outputs: list[list[int]] = [[] for _ in range(rows)]
-        layers = self.config.num_decoder_layers
-        encoded = self.encode(batch)
-        constants = _decoder_constants(encoded)
-        shape = (rows, self.config.num_heads, 0, self.config.head_dim)
-        past = {name: np.zeros(shape, dtype=np.float32) for i in range(layers) for name in _past_names(i)}
+        cross = self.sessions.encode(batch.input_ids, batch.attention_mask)
+        past = self.sessions.empty_past(rows)
         for _ in range(max_new_tokens):
-            feeds = {
-                bundle.INPUT_IDS: previous,
-                bundle.ENCODER_ATTENTION_MASK: batch.attention_mask,
-                **past,
-                **constants,
-            }
-            result = dict(zip(self._decoder_outputs, self.decoder.run(self._decoder_outputs, feeds), strict=True))
-            chosen = result[bundle.LOG_PROBS].argmax(axis=-1)
+            log_probs, past = self.sessions.step(previous, batch.attention_mask, past, cross)
+            chosen = np.asarray(log_probs).argmax(axis=-1)
             for row, token in enumerate(chosen):
                 if not finished[row]:
                     if token == EOS_ID:
@@ -162,21 +136,7 @@ class OnnxCsanmt:
             if finished.all():
                 break
             previous = chosen[:, None].astype(np.int64)
-            past = {bundle.past_key(i): result[bundle.present_key(i)] for i in range(layers)} | {
-                bundle.past_value(i): result[bundle.present_value(i)] for i in range(layers)
-            }
         return outputs
-
-
-def _decoder_constants(encoded: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The encoder outputs the decoder reads (all but the verification outputs)."""
-    from handler.model.bundle import ENCODER_STATES, SEMANTIC_VECTOR
-
-    return {name: value for name, value in encoded.items() if name not in (ENCODER_STATES, SEMANTIC_VECTOR)}
-
-
-def _past_names(layer: int) -> tuple[str, str]:
-    return bundle.past_key(layer), bundle.past_value(layer)
 
 
 def teacher_forcing_inputs(outputs: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -257,7 +217,7 @@ class CsanmtCheckpoint:
         # the PyTorch network's part is done: free it (2.3 GB at full size) before the FP32 sessions open; export
         # and comparison have to come first for a checkpoint, as the pipeline runs them
         self.release_reference()
-        graphs = OnnxCsanmt(*fp32, self.config)
+        graphs = RuntimeGraphs(*fp32, self.spec)
         found = graphs.steps(batch, previous)
         greedy = graphs.greedy(batch, limit)
         figures = verify.Figures(
@@ -276,8 +236,8 @@ class CsanmtCheckpoint:
     ) -> verify.Figures:
         batch = self.tokenizer.batch(sentences, self.spec.max_positions)
         _, previous, valid = teacher_forcing_inputs(fp32_greedy)
-        expected = OnnxCsanmt(*fp32, self.config).steps(batch, previous)  # the FP32 sessions close after this
-        quantized = OnnxCsanmt(*int8, self.config)
+        expected = RuntimeGraphs(*fp32, self.spec).steps(batch, previous)  # the FP32 sessions close after this
+        quantized = RuntimeGraphs(*int8, self.spec)
         found = quantized.steps(batch, previous)
         greedy = quantized.greedy(batch, self._max_new_tokens())
         return verify.Figures(

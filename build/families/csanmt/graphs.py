@@ -22,7 +22,7 @@ The network is modelscope's ``models/nlp/csanmt/translation.py`` (1.40.2; T:<lin
   ``W2 ReLU(W1 LN_l(s) + b1) + b2`` of the semantic vector s (T:1119-1123, 964-979), then self-attention,
   cross-attention and FFN; log-softmax of ``dec @ Shared_Embedding^T`` (no bias, T:510-511).
 
-Graphs (contract: ``/work/notes/csanmt_contract.md``; names below):
+Graphs (contract: ``handler.model.families.csanmt.graph_contract``; names below):
 
 * ``encoder.onnx``: input_ids, attention_mask -> cross_key.i, cross_value.i (``kv_transform`` of the encoder
   output, [B, heads, S, D]), semantic_bias.i (the augmentation term of decoder layer i, [B, 1, H]),
