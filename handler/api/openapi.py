@@ -124,13 +124,59 @@ def _security(required: bool, *schemes: str) -> list[dict[str, list[str]]]:
 
 
 def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
-    """The description; ``config`` supplies the deployment's limits and whether a key is required."""
+    """The description; ``config`` supplies the deployment's limits and whether a key is required. One builder per
+    API (this server's own, LibreTranslate's, DeepL's) writes its paths; ``tests/adapters/test_openapi.py`` fails
+    when a route the code answers is missing here, or the other way round."""
     config = config if config is not None else RuntimeConfig()
     keys_required = bool(config.api_keys)
-    own_security = _security(keys_required, "ApiKeyHeader", "BearerKey")
-    deepl_security = _security(keys_required, "DeepLAuthKey", "ApiKeyHeader", "BearerKey")
-    texts = {"type": "string", "maxLength": config.max_chars}
+    paths: dict[str, Any] = {
+        **own_api_paths(config, keys_required),
+        **libretranslate_paths(),
+        **deepl_paths(keys_required),
+    }
+    schemas = _schemas(config)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "zh-en-translate",
+            "version": "1",
+            "description": (
+                "Chinese -> English translation. Every error of this server's own API is "
+                '{"error": {"code", "message"}}; the drop-in APIs answer in their own shapes. '
+                + ("This deployment requires an API key." if keys_required else "This deployment requires no API key.")
+            ),
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "headers": {
+                "RequestId": {
+                    "description": "the request's id (the caller's X-Request-Id, the platform's trace id, or new)",
+                    "required": True,
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+                },
+                "WwwAuthenticate": {"required": True, "schema": {"type": "string"}},
+            },
+            "securitySchemes": {
+                "ApiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+                "BearerKey": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer KEY"},
+                "DeepLAuthKey": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "Authorization",
+                    "description": "Authorization: DeepL-Auth-Key KEY",
+                },
+            },
+        },
+    }
 
+
+
+
+def own_api_paths(config: RuntimeConfig, keys_required: bool) -> dict[str, Any]:
+    """This server's own routes: the page, ``/healthz``, ``/openapi.json`` and ``POST /translate`` (whose path
+    LibreTranslate's translate shares: both request shapes are described on it)."""
+    own_security = _security(keys_required, "ApiKeyHeader", "BearerKey")
     translate_get_out = {
         "operationId": "translate",
         "tags": ["translate"],
@@ -189,6 +235,16 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
         "responses": {"200": _response("the OpenAPI 3.1 document", {"type": "object"})},
     }
 
+    return {
+        "/": {"get": page_get, "head": _head_of(page_get, "pageHead")},
+        "/healthz": {"get": health_get, "head": _head_of(health_get, "healthHead")},
+        OPENAPI_PATH: {"get": openapi_get, "head": _head_of(openapi_get, "openapiHead")},
+        "/translate": {"post": translate_get_out, "options": _preflight("translatePreflight", "translate")},
+    }
+
+
+def libretranslate_paths() -> dict[str, Any]:
+    """LibreTranslate's routes besides ``/translate``: ``/detect``, ``/languages``, ``/frontend/settings``."""
     lt_errors = {
         "400": _response("a bad or too large request, an unsupported language", _ref("LibreTranslateError")),
         "403": _response("api_key missing or invalid (TRANSLATE_API_KEYS is set)", _ref("LibreTranslateError")),
@@ -214,6 +270,37 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
         "responses": {"200": _response("the settings", _ref("LibreTranslateSettings")), "400": lt_errors["400"]},
     }
 
+    return {
+        "/detect": {
+            "post": {
+                "operationId": "libretranslateDetect",
+                "tags": ["libretranslate"],
+                "summary": "LibreTranslate: detect the Chinese variant (zh or zt) of q",
+                "requestBody": {**lt_body, "required": True},
+                "responses": {
+                    "200": _response("the detection", {"type": "array", "items": _ref("LibreTranslateDetection")}),
+                    **lt_errors,
+                },
+            },
+            "options": _preflight("libretranslateDetectPreflight", "libretranslate"),
+        },
+        "/languages": {
+            "get": lt_languages_get,
+            "head": _head_of(lt_languages_get, "libretranslateLanguagesHead"),
+            "post": _post_of(lt_languages_get, "libretranslateLanguagesPost", any_body),
+            "options": _preflight("libretranslateLanguagesPreflight", "libretranslate"),
+        },
+        "/frontend/settings": {
+            "get": lt_settings_get,
+            "head": _head_of(lt_settings_get, "libretranslateSettingsHead"),
+            "options": _preflight("libretranslateSettingsPreflight", "libretranslate"),
+        },
+    }
+
+
+def deepl_paths(keys_required: bool) -> dict[str, Any]:
+    """DeepL's v2 routes: ``/v2/translate``, ``/v2/languages``, ``/v2/usage``."""
+    deepl_security = _security(keys_required, "DeepLAuthKey", "ApiKeyHeader", "BearerKey")
     deepl_errors = {
         "400": _response("a bad request or an unsupported language", _ref("DeepLError")),
         "403": _response("authorization failure (TRANSLATE_API_KEYS is set)", _ref("DeepLError")),
@@ -263,44 +350,7 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
         },
     }
 
-    def post_of(get: dict[str, Any], operation_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        parameters = [p for p in get.get("parameters", []) if p["name"] != "type"]
-        post = {**get, "operationId": operation_id, "requestBody": body}
-        if parameters:
-            post["parameters"] = parameters
-        else:
-            post.pop("parameters", None)
-        return post
-
-    paths: dict[str, Any] = {
-        "/": {"get": page_get, "head": _head_of(page_get, "pageHead")},
-        "/healthz": {"get": health_get, "head": _head_of(health_get, "healthHead")},
-        OPENAPI_PATH: {"get": openapi_get, "head": _head_of(openapi_get, "openapiHead")},
-        "/translate": {"post": translate_get_out, "options": _preflight("translatePreflight", "translate")},
-        "/detect": {
-            "post": {
-                "operationId": "libretranslateDetect",
-                "tags": ["libretranslate"],
-                "summary": "LibreTranslate: detect the Chinese variant (zh or zt) of q",
-                "requestBody": {**lt_body, "required": True},
-                "responses": {
-                    "200": _response("the detection", {"type": "array", "items": _ref("LibreTranslateDetection")}),
-                    **lt_errors,
-                },
-            },
-            "options": _preflight("libretranslateDetectPreflight", "libretranslate"),
-        },
-        "/languages": {
-            "get": lt_languages_get,
-            "head": _head_of(lt_languages_get, "libretranslateLanguagesHead"),
-            "post": post_of(lt_languages_get, "libretranslateLanguagesPost", any_body),
-            "options": _preflight("libretranslateLanguagesPreflight", "libretranslate"),
-        },
-        "/frontend/settings": {
-            "get": lt_settings_get,
-            "head": _head_of(lt_settings_get, "libretranslateSettingsHead"),
-            "options": _preflight("libretranslateSettingsPreflight", "libretranslate"),
-        },
+    return {
         "/v2/translate": {
             "post": {
                 "operationId": "deeplTranslate",
@@ -315,17 +365,31 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
         "/v2/languages": {
             "get": deepl_languages_get,
             "head": _head_of(deepl_languages_get, "deeplLanguagesHead"),
-            "post": post_of(deepl_languages_get, "deeplLanguagesPost", deepl_body("DeepLLanguagesParameters")),
+            "post": _post_of(deepl_languages_get, "deeplLanguagesPost", deepl_body("DeepLLanguagesParameters")),
             "options": _preflight("deeplLanguagesPreflight", "deepl"),
         },
         "/v2/usage": {
             "get": deepl_usage_get,
             "head": _head_of(deepl_usage_get, "deeplUsageHead"),
-            "post": post_of(deepl_usage_get, "deeplUsagePost", deepl_body("DeepLUsageParameters")),
+            "post": _post_of(deepl_usage_get, "deeplUsagePost", deepl_body("DeepLUsageParameters")),
             "options": _preflight("deeplUsagePreflight", "deepl"),
         },
     }
 
+
+def _post_of(get: dict[str, Any], operation_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    parameters = [p for p in get.get("parameters", []) if p["name"] != "type"]
+    post = {**get, "operationId": operation_id, "requestBody": body}
+    if parameters:
+        post["parameters"] = parameters
+    else:
+        post.pop("parameters", None)
+    return post
+
+
+def _schemas(config: RuntimeConfig) -> dict[str, Any]:
+    """The request and response schemas of all three APIs, with this deployment's limits."""
+    texts = {"type": "string", "maxLength": config.max_chars}
     span = {
         "type": "object",
         "required": ["kind", "source", "target"],
@@ -547,40 +611,7 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
                  "DeepLUsageParameters"):  # fmt: skip
         schemas[name + "Form"] = _form_variant(schemas[name])
     schemas["DeepLLanguagesParametersForm"]["properties"]["type"] = _ref("DeepLLanguageType")
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "zh-en-translate",
-            "version": "1",
-            "description": (
-                "Chinese -> English translation. Every error of this server's own API is "
-                '{"error": {"code", "message"}}; the drop-in APIs answer in their own shapes. '
-                + ("This deployment requires an API key." if keys_required else "This deployment requires no API key.")
-            ),
-        },
-        "paths": paths,
-        "components": {
-            "schemas": schemas,
-            "headers": {
-                "RequestId": {
-                    "description": "the request's id (the caller's X-Request-Id, the platform's trace id, or new)",
-                    "required": True,
-                    "schema": {"type": "string", "minLength": 1, "maxLength": 128},
-                },
-                "WwwAuthenticate": {"required": True, "schema": {"type": "string"}},
-            },
-            "securitySchemes": {
-                "ApiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-                "BearerKey": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer KEY"},
-                "DeepLAuthKey": {
-                    "type": "apiKey",
-                    "in": "header",
-                    "name": "Authorization",
-                    "description": "Authorization: DeepL-Auth-Key KEY",
-                },
-            },
-        },
-    }
+    return schemas
 
 
 def _form_variant(schema: Any) -> Any:
