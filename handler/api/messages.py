@@ -23,6 +23,8 @@ from handler.errors import (
 )
 
 JSON_TYPE = "application/json"
+# a JSON body nested beyond what the parser takes (Python's recursion limit, about 1,000 levels)
+TOO_DEEP = "the JSON body is nested too deeply to read; no request of these APIs nests more than a few levels"
 
 
 @dataclass(frozen=True)

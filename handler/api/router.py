@@ -45,6 +45,7 @@ from handler.api.messages import (
     INTERNAL_ERROR_MESSAGE,
     JSON_TYPE,
     STATUS_BY_ERROR,
+    TOO_DEEP,
     UNREADABLE_PATH,
     HttpError,
     HttpRequest,
@@ -289,6 +290,8 @@ class HttpApi:
             raise InvalidRequestError(f"the body is not UTF-8 encoded JSON: {error}") from None
         except ValueError as error:
             raise InvalidRequestError(f"the body is not valid JSON: {error}") from None
+        except RecursionError:  # the parser's own limit, not a fault of the server
+            raise InvalidRequestError(TOO_DEEP) from None
 
     # --- CORS ---------------------------------------------------------------------------------------------
     def _cors_headers(self, request: HttpRequest) -> dict[str, str]:

@@ -263,3 +263,26 @@ def test_the_handler_imports_nothing_that_starts_processes_or_fetches_urls() -> 
                 if any(k.arg == "shell" for k in node.keywords):
                     found.append(f"{path.name}:{node.lineno}: shell=")
     assert found == []
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [
+        ("/translate", "application/json"),  # this server's API (LibreTranslate's check reads the body first)
+        ("/v2/translate", "application/json"),  # DeepL's
+        ("/detect", "application/json"),  # LibreTranslate's
+    ],
+)
+@pytest.mark.parametrize("opening", ["[", '{"a":'])
+def test_a_body_nested_beyond_the_parser_is_a_400_not_a_500(
+    startup: Startup, path: str, content_type: str, opening: str
+) -> None:
+    # GIVEN a JSON body nested 5,000 levels deep (it used to exhaust the parser: 500 internal_error)
+    body = (opening * 5_000).encode("ascii")
+    api = HttpApi(startup)
+    response = api.handle(HttpRequest.create("POST", path, {"Content-Type": content_type}, body))
+    # THEN a 400 in the API's own error shape that says what is wrong
+    assert response.status == 400, response.body[:300]
+    answer = json.loads(response.body)
+    message = answer["error"]["message"] if path == "/translate" else answer.get("message") or answer.get("error")
+    assert "nested too deeply" in str(message)

@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from handler.api.keys import ApiKeys, presented_key
-from handler.api.messages import JSON_TYPE, HttpRequest, HttpResponse, media_type_of
+from handler.api.messages import JSON_TYPE, TOO_DEEP, HttpRequest, HttpResponse, media_type_of
 from handler.errors import InvalidRequestError, RequestTooLargeError, UnauthorizedError
 
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -72,6 +72,8 @@ def read_fields(request: HttpRequest, max_body_bytes: int) -> RequestFields:
             payload = json.loads(request.body) if body else {}
         except (UnicodeDecodeError, ValueError) as error:
             raise InvalidRequestError(f"the body is not valid UTF-8 JSON: {error}") from None
+        except RecursionError:  # the parser's own limit, not a fault of the server
+            raise InvalidRequestError(TOO_DEEP) from None
         if not isinstance(payload, dict):
             raise InvalidRequestError("the JSON body must be an object")
         values.update(payload)

@@ -90,8 +90,8 @@ class LibreTranslateApi:
             return False  # this server's own API explains which body it takes
         try:
             payload = json.loads(request.body)
-        except ValueError:
-            return False  # this server's own API answers malformed JSON
+        except (ValueError, RecursionError):
+            return False  # this server's own API answers malformed or too deeply nested JSON
         return isinstance(payload, dict) and "q" in payload and not any(name in payload for name in ("text", "texts"))
 
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
