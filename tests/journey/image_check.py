@@ -68,13 +68,19 @@ def say(message: str) -> None:
     print(f"[image-check {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
+COMMAND_LOG: list[Path] = []  # main() names the file every command's whole output is appended to
+
+
 def run(
     command: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path = REPO_ROOT, timeout: float = 1800
 ) -> str:
-    """Run a command a user would type; its output is returned (and shown when it fails)."""
+    """Run a command a user would type; its output is returned (and shown when it fails; all of it in the log)."""
     completed = subprocess.run(
         list(command), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
+    for path in COMMAND_LOG:
+        with path.open("a", encoding="utf-8") as log:
+            log.write(f"$ {' '.join(command)}\n(exit {completed.returncode})\n{completed.stdout}\n{completed.stderr}\n")
     if completed.returncode != 0:
         shown = f"{completed.stdout[-4000:]}\n{completed.stderr[-4000:]}"
         raise CheckFailed(f"`{' '.join(command)}` exited {completed.returncode}:\n{shown}")
@@ -582,6 +588,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="image-check-"))
     log_dir = work / "logs"
     log_dir.mkdir()
+    COMMAND_LOG.append(log_dir / "commands.log")
     bundles: list[Bundle] = []
     try:
         base_image = args.base_image or stand_in_base(DEFAULT_STAND_IN)
@@ -605,7 +612,11 @@ def main(argv: list[str] | None = None) -> int:
         large_upload_through_cloud_run(f"{IMAGE_PREFIX}-default:cloudrun", work, log_dir)
         report(figures, base_image, base_mb)
     except CheckFailed as failure:
-        print(f"\nimage-check FAILED: {failure}\n(logs in {log_dir})", file=sys.stderr, flush=True)
+        print(
+            f"\nimage-check FAILED: {failure}\n(logs, every command's output in commands.log: {log_dir})",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     finally:
         if not args.keep:
