@@ -9,7 +9,6 @@ verification limits of ``make model``, and git ignoring what ``make model`` writ
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -24,6 +23,7 @@ import yaml
 
 from handler.config import RuntimeConfig
 from tests.ship.dockerfile_model import REPO_ROOT, Dockerfile
+from tests.ship.test_front_door import _make
 from tests.ship.test_infra import _CloudFormationLoader, _flags
 
 IMAGE_SH = REPO_ROOT / "infra" / "container" / "image.sh"
@@ -36,16 +36,6 @@ GCP_LOCK = REPO_ROOT / "requirements" / "runtime-gcp.txt"
 def _bash(script: Path, *args: str, path: str = "/usr/bin:/bin", **environ: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", str(script), *args], capture_output=True, text=True, env={"PATH": path, **environ}, timeout=60
-    )
-
-
-def _make(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["make", "--no-print-directory", "-C", str(REPO_ROOT), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **environ},
-        timeout=60,
     )
 
 
