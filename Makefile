@@ -53,7 +53,7 @@ PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-un
 help:
 	@echo "make run                    serve the function on http://$(HOST):$(PORT)/ (PORT=... to change)"
 	@echo "make test                   the whole test suite (what .ci/run runs, with make lint)"
-	@echo "make lint                   ruff on the repository, mypy on handler/, pip-audit of the runtime lock files"
+	@echo "make lint                   ruff on the repository, mypy --strict on handler/, pip-audit of the runtime lock files"
 	@echo "make audit                  pip-audit of the runtime lock files alone (part of make lint)"
 	@echo "make model MODEL=<folder or hub id> [NAME=...] [LABEL=...] [FAMILY=csanmt] [FORCE=1] [VERIFY_ARGS=...]"
 	@echo "                            export + quantize + verify a bundle into model_artifacts/NAME"
@@ -213,8 +213,7 @@ container-engine:
 		true; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "installing Debian's $(CONTAINER_PACKAGES) for make image-check"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-			$(CONTAINER_PACKAGES) >/dev/null; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(CONTAINER_PACKAGES) >/dev/null; \
 	else \
 		echo "make image-check needs $(CONTAINER_PACKAGES): sudo apt-get install $(CONTAINER_PACKAGES)"; exit 2; \
 	fi
