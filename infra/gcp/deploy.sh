@@ -206,6 +206,18 @@ note "4. Eventarc: Cloud Storage publishes the finalize events; the account rece
 run gcloud projects add-iam-policy-binding "$PROJECT" --member "serviceAccount:$SERVICE_AGENT" --role roles/pubsub.publisher
 run gcloud projects add-iam-policy-binding "$PROJECT" --member "serviceAccount:$SA" --role roles/eventarc.eventReceiver
 
+event_service() {  # SUFFIX BUCKET INSTANCES: a Cloud Run event service, who may invoke it, its Eventarc trigger
+    local service="$NAME-$1"
+    run gcloud run deploy "$service" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" --no-allow-unauthenticated \
+        --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$3" \
+        --service-account "$SA" --env-vars-file "$STAGE/env-run-$1.yaml"
+    run gcloud run services add-iam-policy-binding "$service" --project "$PROJECT" --region "$REGION" \
+        --member "serviceAccount:$SA" --role roles/run.invoker
+    run gcloud eventarc triggers create "$service" --project "$PROJECT" --location "$REGION" \
+        --destination-run-service "$service" --destination-run-region "$REGION" \
+        --event-filters "type=$FINALIZED" --event-filters "bucket=$2" --service-account "$SA"
+}
+
 IMAGE_URI="${IMAGE_URI:-$REGION-docker.pkg.dev/$PROJECT/$NAME/$NAME:cloudrun}"
 if [[ "$PLATFORM" == functions ]]; then
 note "0. the functions' source in $STAGE/source: main.py, handler/, requirements.txt, and the $FAMILY bundle $SHIPPED"
@@ -237,7 +249,6 @@ run gcloud functions deploy "$NAME-parts" --gen2 --project "$PROJECT" --region "
 run gcloud functions add-invoker-policy-binding "$NAME-parts" --project "$PROJECT" --region "$REGION" \
     --member "serviceAccount:$SA"
 
-TRIGGERS=()  # filled by the Cloud Run part: the Eventarc triggers whose subscriptions get the dead-letter settings
 else
 note "0. the image: the Dockerfile's cloudrun target baking the $FAMILY bundle $SHIPPED, in Artifact Registry"
 exists gcloud artifacts repositories describe "$NAME" --project "$PROJECT" --location "$REGION" \
@@ -255,25 +266,10 @@ run gcloud run deploy "$NAME" --project "$PROJECT" --region "$REGION" --image "$
     --service-account "$SA" --env-vars-file "$STAGE/env-run-http.yaml"
 
 note "6. the file service: uploads to gs://$INPUT are translated into gs://$OUTPUT (FUNCTION_TARGET=translate_storage_event)"
-run gcloud run deploy "$NAME-files" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" --no-allow-unauthenticated \
-    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$FILE_INSTANCES" \
-    --service-account "$SA" --env-vars-file "$STAGE/env-run-files.yaml"
-run gcloud run services add-iam-policy-binding "$NAME-files" --project "$PROJECT" --region "$REGION" \
-    --member "serviceAccount:$SA" --role roles/run.invoker
-run gcloud eventarc triggers create "$NAME-files" --project "$PROJECT" --location "$REGION" \
-    --destination-run-service "$NAME-files" --destination-run-region "$REGION" \
-    --event-filters "type=$FINALIZED" --event-filters "bucket=$INPUT" --service-account "$SA"
+event_service files "$INPUT" "$FILE_INSTANCES"
 
 note "7. the parts service: the fan-out's parts in gs://$OUTPUT, translated concurrently and assembled once (FUNCTION_TARGET=translate_part_event)"
-run gcloud run deploy "$NAME-parts" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" --no-allow-unauthenticated \
-    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$PART_INSTANCES" \
-    --service-account "$SA" --env-vars-file "$STAGE/env-run-parts.yaml"
-run gcloud run services add-iam-policy-binding "$NAME-parts" --project "$PROJECT" --region "$REGION" \
-    --member "serviceAccount:$SA" --role roles/run.invoker
-run gcloud eventarc triggers create "$NAME-parts" --project "$PROJECT" --location "$REGION" \
-    --destination-run-service "$NAME-parts" --destination-run-region "$REGION" \
-    --event-filters "type=$FINALIZED" --event-filters "bucket=$OUTPUT" --service-account "$SA"
-TRIGGERS=("$NAME-files" "$NAME-parts")
+event_service parts "$OUTPUT" "$PART_INSTANCES"
 fi
 
 note "8. failed events: retried with backoff, then kept in the dead-letter topic $DEAD_LETTERS"
