@@ -42,6 +42,7 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
     "handler/api/messages.py": ["tests/mutation_kills/test_http_api.py", "tests/runtime_text/test_request_limits.py"],
     "handler/api/page.py": ["tests/mutation_kills/test_http_api.py"],
     "handler/text/parts.py": ["tests/runtime_text/test_bulk_plan.py"],
+    "handler/storage/retry.py": ["tests/mutation_kills/test_retry.py"],
 }
 
 
