@@ -247,6 +247,16 @@ EQUIVALENT: dict[str, str] = {
     "handler.api.router.x__normalise_path__mutmut_10": (
         'len(path) > 1 -> >= 1: "/" stripped is "", which "path or \'/\'" turns back into "/"'
     ),
+    # --- handler/api/keys.py
+    "handler.api.keys.x_presented_key__mutmut_16": (
+        'headers.get("authorization", "") -> default "XXXX": without the header the scheme "XXXX" is not a '
+        "key scheme either, so the parameter is presented as before"
+    ),
+    "handler.api.keys.xǁApiKeysǁaccepts__mutmut_6": (
+        '_digest(key or "") -> key or "XXXX": an empty or missing key is refused by "matched and bool(key)" '
+        "whatever its digest matched"
+    ),
+    "handler.api.keys.x__digest__mutmut_7": '"utf-8" -> "UTF-8": codec names are case-insensitive',
 }
 
 
