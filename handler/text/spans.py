@@ -234,6 +234,7 @@ class Translation:
     text: str
     method: str
     spans: tuple[ProtectedSpan, ...]
+    model_inputs: tuple[str, ...] = ()  # what the model translated to make it (scores: handler.model.confidence)
 
 
 # --- finding ---------------------------------------------------------------------------------------------------
@@ -363,7 +364,7 @@ def translate_protected(
     for index, output in zip(raw, translate([plans[index].source for index in raw]) if raw else [], strict=True):
         if carries_units(plans[index], output):
             method = "plain" if not plans[index].units else "as is"
-            results[index] = Translation(output, method, tuple(plans[index].spans()))
+            results[index] = Translation(output, method, tuple(plans[index].spans()), (plans[index].source,))
         elif plans[index].units:
             lost[index] = [unit for unit in plans[index].units if not carries_units(_alone(unit), output)]
     # round 2: placeholders for the units the model lost only, the others left in the sentence as they are
@@ -374,27 +375,31 @@ def translate_protected(
         and not any(contains_placeholder(unit.target) for unit in plans[index].units)
     ]
     inputs = [with_placeholders(plans[index].source, lost[index]) for index in partial]
-    for index, output in zip(partial, translate(inputs) if inputs else [], strict=True):
+    for index, given, output in zip(partial, inputs, translate(inputs) if inputs else [], strict=True):
         restored = restore(plans[index], output, lost[index])
         if restored is not None and carries_units(plans[index], restored):
-            results[index] = Translation(restored, "placeholders", tuple(plans[index].spans()))
+            results[index] = Translation(restored, "placeholders", tuple(plans[index].spans()), (given,))
     # round 3: placeholders for every unit
     pending = [index for index, result in enumerate(results) if result is None]
     inputs = [plans[index].model_input or "" for index in pending]
-    for index, output in zip(pending, translate(inputs) if inputs else [], strict=True):
+    for index, given, output in zip(pending, inputs, translate(inputs) if inputs else [], strict=True):
         restored = restore(plans[index], output)
         if restored is not None:
-            results[index] = Translation(restored, "placeholders", tuple(plans[index].spans()))
+            results[index] = Translation(restored, "placeholders", tuple(plans[index].spans()), (given,))
     # round 4: stitching
     stitched = [plans[index] for index, result in enumerate(results) if result is None]
-    pieces = sorted(
-        {text.strip() for plan in stitched for text, unit in plan.pieces() if unit is None and has_chinese(text)}
-    )
+    pieces = sorted({text for plan in stitched for text in _stitched_inputs(plan)})
     translated = dict(zip(pieces, translate(pieces) if pieces else [], strict=True))
     return [
-        result if result is not None else Translation(stitch(plan, translated), "stitched", tuple(plan.spans()))
+        result
+        if result is not None
+        else Translation(stitch(plan, translated), "stitched", tuple(plan.spans()), _stitched_inputs(plan))
         for plan, result in zip(plans, results, strict=True)
     ]
+
+
+def _stitched_inputs(plan: Protected) -> tuple[str, ...]:
+    return tuple(text.strip() for text, unit in plan.pieces() if unit is None and has_chinese(text))
 
 
 def _alone(unit: Unit) -> Protected:
