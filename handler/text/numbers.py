@@ -10,6 +10,14 @@ output as a protected span (``handler.text.spans``):
   dropped).
 * dates: ``2024年3月15日`` -> ``March 15, 2024``; ``2024年3月`` -> ``March 2024``; ``3月15日`` -> ``March 15``;
   ``2024年`` (four digits) -> ``2024``. A month outside 1-12 or a day outside 1-31 is not a date.
+* currency signs written before a number stay with it, in the form English writes them: ``¥1,299`` ->
+  ``¥1,299``, ``￥3万`` -> ``¥30,000``, ``$5亿`` -> ``$500 million``, ``US$25`` -> ``US$25``. A sign is kept rather
+  than named because the sign alone does not say which currency it is (``¥`` is yuan or yen, ``$`` US or another
+  dollar); a currency *word* (``元``, ``美元``, ``欧元``) does, and becomes the English word after the amount.
+* ranges: a unit written once after two numbers applies to both. ``2018-2030年`` and ``2018年-2030年`` ->
+  ``2018-2030``; ``3-5万`` -> ``30,000-50,000``; ``10～20亿美元`` -> ``1-2 billion US dollars``; ``3-5月`` ->
+  ``March-May``; ``3月1-5日`` -> ``March 1-5``. The separators ``- － – — ~ ～ 〜`` become ``-``, and ``至`` or ``到``
+  becomes `` to `` (``3至5万元`` -> ``30,000 to 50,000 yuan``).
 
 Only digits count (ASCII or full-width, with ``,`` thousands separators and a ``.`` decimal point): numbers
 spelled in Chinese characters (三万) are the model's to translate.
@@ -19,9 +27,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 # multipliers, longest first so that 万亿 wins over 万
 MULTIPLIERS: dict[str, int] = {
@@ -46,6 +54,11 @@ CURRENCIES: dict[str, str] = {
     "港币": "Hong Kong dollars",
     "元": "yuan",
 }
+# signs written before an amount, as English writes them (full-width forms become the ordinary sign)
+SIGNS: dict[str, str] = {"¥": "¥", "￥": "¥", "$": "$", "＄": "$", "€": "€", "£": "£", "￡": "£"}
+_DOLLAR_PREFIXES = ("US", "HK", "NT")  # US$25, HK$100, NT$500: the prefix says which dollar, and stays
+# a range's separator and its English
+RANGE_SEPARATORS: dict[str, str] = {sign: "-" for sign in "-－–—~～〜"} | {"至": " to ", "到": " to "}
 MONTHS = "January February March April May June July August September October November December".split()
 _SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"))
 
@@ -54,16 +67,45 @@ _NUMBER = (
     r"(?:[0-9０-９]{1,3}(?:(?:[,，]| (?=[0-9０-９]{3}(?![0-9０-９])))[0-9０-９]{3})+|[0-9０-９]+)(?:[.．][0-9０-９]+)?"
 )
 _INTEGER = r"[0-9０-９]{1,4}"
+_YEAR = r"[0-9０-９]{4}"
+_MONTH_OR_DAY = r"[0-9０-９]{1,2}"
 
 
 def _alternatives(words: Mapping[str, object]) -> str:
     return "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
 
 
+_MULTIPLIER = _alternatives(MULTIPLIERS)
+_CURRENCY = _alternatives(CURRENCIES)
+_SIGN = rf"(?P<sign>(?:{'|'.join(_DOLLAR_PREFIXES)})?[$＄]|[¥￥€£￡]) ?"
+
+
+def _separator(name: str) -> str:
+    return rf" ?(?P<{name}>{_alternatives(RANGE_SEPARATORS)}) ?"
+
+
+# after the number: without a sign a multiplier or a currency word is what makes it an amount; with one, either
+# may follow (¥3万, $5亿美元) or neither ($25)
+_UNIT = (
+    rf"(?(sign)(?: ?(?P<sign_multiplier>{_MULTIPLIER})(?:{_CURRENCY})?| ?(?:{_CURRENCY}))?"
+    rf"| ?(?:(?P<multiplier>{_MULTIPLIER})(?P<currency>{_CURRENCY})?|(?P<only_currency>{_CURRENCY})))"
+)
 # a digit before the number means we are inside a longer one; a letter, inside an identifier (v3万 is odd enough)
-_AMOUNT = re.compile(
-    rf"(?<![0-9０-９.,A-Za-z])(?P<number>{_NUMBER}) ?(?:(?P<multiplier>{_alternatives(MULTIPLIERS)})"
-    rf"(?P<currency>{_alternatives(CURRENCIES)})?|(?P<only_currency>{_alternatives(CURRENCIES)}))"
+_AMOUNT = re.compile(rf"(?<![0-9０-９.,A-Za-z])(?:{_SIGN})?(?P<number>{_NUMBER}){_UNIT}")
+# two numbers, one unit: 3-5万, 10～20亿美元, ¥10-20万, 1.5至2亿元 (the first number may carry its own multiplier);
+# a hyphen before the first means a longer string of numbers (138-0013-8000元)
+_AMOUNT_RANGE = re.compile(
+    rf"(?<![0-9０-９.,A-Za-z\-－])(?:{_SIGN})?(?P<low>{_NUMBER})(?: ?(?P<low_multiplier>{_MULTIPLIER}))?"
+    rf"{_separator('separator')}(?:(?P<high_sign>[¥￥$＄€£￡]) ?)?(?P<number>{_NUMBER}){_UNIT}"
+)
+# years, months, or days of one month: 2018-2030年, 2018年至2030年, 3-5月, 3月1-5日 (not 1980-1990年代: decades)
+_DATE_RANGE = re.compile(
+    rf"(?<![0-9０-９.,A-Za-z\-－])(?:"
+    rf"(?P<low_year>{_YEAR}) ?(?:年 ?)?{_separator('year_separator')}(?P<high_year>{_YEAR}) ?年(?!代)"
+    rf"|(?P<low_month>{_MONTH_OR_DAY}) ?(?:月 ?)?{_separator('month_separator')}(?P<high_month>{_MONTH_OR_DAY})"
+    rf" ?月(?! ?[0-9０-９])"
+    rf"|(?P<month>{_MONTH_OR_DAY}) ?月 ?(?P<low_day>{_MONTH_OR_DAY}) ?(?:[日号] ?)?{_separator('day_separator')}"
+    rf"(?P<high_day>{_MONTH_OR_DAY}) ?[日号])"
 )
 # a space may stand between the digits and the unit, as in UN documents ("2020 年 1 月 15 日")
 _DATE = re.compile(
@@ -85,21 +127,78 @@ class Amount:
 
 
 def find_amounts(text: str) -> list[Amount]:
-    """Every amount and date in ``text``, in order, not overlapping (dates first: ``2024年`` is not an amount)."""
+    """Every amount and date in ``text``, in order, not overlapping: ranges first (``2018-2030年`` is one span, not
+    ``2018-`` and a date), then dates (``2024年`` is not an amount), then amounts."""
     found: list[Amount] = []
-    taken: list[tuple[int, int]] = []
-    for match in _DATE.finditer(text):
-        english = _date(match)
-        if english is not None:
-            found.append(Amount(match.start(), match.end(), english, "date", _date_alternatives(match)))
-            taken.append((match.start(), match.end()))
-    for match in _AMOUNT.finditer(text):
-        if any(start < match.end() and match.start() < end for start, end in taken):
-            continue
-        english = _amount(match)
-        if english is not None:
-            found.append(Amount(match.start(), match.end(), english, "amount", _amount_alternatives(english)))
+    for kind, pattern, convert in _FINDERS:
+        for match in pattern.finditer(text):
+            if any(amount.start < match.end() and match.start() < amount.end for amount in found):
+                continue
+            converted = convert(match)
+            if converted is not None:
+                english, alternatives = converted
+                found.append(Amount(match.start(), match.end(), english, kind, alternatives))
     return sorted(found, key=lambda amount: amount.start)
+
+
+def _find_date(match: re.Match[str]) -> tuple[str, tuple[str, ...]] | None:
+    english = _date(match)
+    return None if english is None else (english, _date_alternatives(match))
+
+
+def _find_amount(match: re.Match[str]) -> tuple[str, tuple[str, ...]]:
+    english = _amount(match)
+    return english, _amount_alternatives(english)
+
+
+def _find_date_range(match: re.Match[str]) -> tuple[str, tuple[str, ...]] | None:
+    joiner = RANGE_SEPARATORS[
+        match.group("year_separator") or match.group("month_separator") or match.group("day_separator")
+    ]
+    if match.group("low_year"):
+        english = f"{_digits(match.group('low_year'))}{joiner}{_digits(match.group('high_year'))}"
+        return english, _range_alternatives(english, joiner)
+    if match.group("low_month"):
+        low, high = _month(match.group("low_month")), _month(match.group("high_month"))
+        if low is None or high is None:
+            return None
+        english = f"{low}{joiner}{high}"
+        return english, _range_alternatives(english, joiner)
+    month, low_day, high_day = _month(match.group("month")), _day(match.group("low_day")), _day(match.group("high_day"))
+    if month is None or low_day is None or high_day is None:
+        return None
+    english = f"{month} {low_day}{joiner}{high_day}"
+    return english, (*_range_alternatives(english, joiner), f"{low_day}{joiner}{high_day} {month}")
+
+
+def _find_amount_range(match: re.Match[str]) -> tuple[str, tuple[str, ...]] | None:
+    multiplier = match.group("sign_multiplier") or match.group("multiplier")
+    low = _number_words(match.group("low"), match.group("low_multiplier") or multiplier)
+    high = _number_words(match.group("number"), multiplier)
+    for _, scale in _SCALES:  # one scale word for both ends: "1-2 billion", not "1 billion-2 billion"
+        if low.endswith(f" {scale}") and high.endswith(f" {scale}"):
+            low = low.removesuffix(f" {scale}")
+            break
+    joiner = RANGE_SEPARATORS[match.group("separator")]
+    if match.group("sign") and match.group("high_sign"):  # $5-$10: the sign written twice stays twice
+        high = SIGNS[match.group("high_sign")] + high
+    english = _with_currency(f"{low}{joiner}{high}", match)
+    return english, (*_range_alternatives(english, joiner), *_amount_alternatives(english))
+
+
+def _range_alternatives(english: str, joiner: str) -> tuple[str, ...]:
+    """The same range with an en dash or "to" between its ends ("2018–2030", "2018 to 2030")."""
+    return tuple(english.replace(joiner, other, 1) for other in ("-", "–", " to ") if other != joiner)
+
+
+def _month(raw: str) -> str | None:
+    number = int(_digits(raw))
+    return MONTHS[number - 1] if 1 <= number <= 12 else None
+
+
+def _day(raw: str) -> int | None:
+    number = int(_digits(raw))
+    return number if 1 <= number <= 31 else None
 
 
 def _digits(raw: str) -> str:
@@ -166,15 +265,26 @@ def _amount_alternatives(english: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(form for form in forms if form != english))
 
 
-def _amount(match: re.Match[str]) -> str | None:
-    try:
-        number = Decimal(_digits(match.group("number")))
-    except InvalidOperation:  # pragma: no cover - the pattern only admits digits and one point
-        return None
-    multiplier = match.group("multiplier")
+def _amount(match: re.Match[str]) -> str:
+    return _with_currency(
+        _number_words(match.group("number"), match.group("sign_multiplier") or match.group("multiplier")), match
+    )
+
+
+def _number_words(raw: str, multiplier: str | None) -> str:
+    """A number times its Chinese multiplier in English words; without one, its digits as written."""
+    if multiplier is None:
+        return _plain(raw)
+    return format_amount(Decimal(_digits(raw)) * MULTIPLIERS[multiplier])
+
+
+def _with_currency(words: str, match: re.Match[str]) -> str:
+    """A sign goes before the number as English writes it (``￥`` -> ``¥``, ``US$`` stays); a currency word becomes
+    the English word after it; with a sign, a currency word after the number says nothing more and is dropped."""
+    sign = match.group("sign")
+    if sign:
+        return f"{sign[:-1]}{SIGNS[sign[-1]]}{words}"
     currency = match.group("currency") or match.group("only_currency")
-    value = number * MULTIPLIERS[multiplier] if multiplier else number
-    words = format_amount(value) if multiplier else _plain(match.group("number"))
     return f"{words} {CURRENCIES[currency]}" if currency else words
 
 
@@ -198,3 +308,12 @@ def _decimal_text(value: Decimal) -> str:
 def _plain(raw: str) -> str:
     """A number without a multiplier keeps its digits (ASCII forms of full-width ones)."""
     return unicodedata.normalize("NFKC", raw).replace("，", ",")
+
+
+_Finder = Callable[[re.Match[str]], "tuple[str, tuple[str, ...]] | None"]
+_FINDERS: tuple[tuple[str, re.Pattern[str], _Finder], ...] = (
+    ("date", _DATE_RANGE, _find_date_range),
+    ("amount", _AMOUNT_RANGE, _find_amount_range),
+    ("date", _DATE, _find_date),
+    ("amount", _AMOUNT, _find_amount),
+)

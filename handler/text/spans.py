@@ -1,10 +1,13 @@
 """Protected spans: what a translation must carry through byte for byte, and how it gets there with any model.
 
 ``find_spans`` finds, in one segment of Chinese text, the pieces a model must not translate: URLs, e-mail
-addresses, @mentions and #hashtags, file paths, code in backticks, emoji, numbers written with digits, Latin-script
-words and identifiers, markup (the private-use characters ``handler.text.markup`` puts where inline tags were), plus
-two kinds whose English is known in advance: numbers with a Chinese unit (``handler.text.numbers``: ``3万`` ->
-``30,000``) and glossary terms (``handler.text.glossary``). Verbatim spans separated only by spaces (``iPhone 15 Pro``,
+addresses, @mentions and #hashtags, file paths, code in backticks, inline math (``$E=mc^2$``, ``\\(a^2+b^2\\)``),
+angle-bracketed text (``<img src=x>``, ``<name>``, ``List<String>``: markup-like text in a plain-text segment),
+code-like tokens with an operator (``numpy>=2.1.3``, ``x==1``), emoji, numbers written with digits, Latin-script
+words and identifiers, markup (the private-use characters ``handler.text.markup`` puts where inline tags were),
+plus two kinds whose English is known in advance: numbers with a Chinese unit, currency signs and ranges
+(``handler.text.numbers``: ``3万`` -> ``30,000``, ``￥1,299`` -> ``¥1,299``, ``2018-2030年`` -> ``2018-2030``) and
+glossary terms (``handler.text.glossary``). Verbatim spans separated only by spaces (``iPhone 15 Pro``,
 ``pip install numpy``) form one **unit**; a converted span is a unit of its own.
 
 ``translate_protected`` translates segments with a caller's batch translator, in four rounds at most:
@@ -55,6 +58,9 @@ class SpanKind(StrEnum):
     DATE = "date"
     GLOSSARY = "glossary"
     MARKUP = "markup"
+    MATH = "math"
+    TAG = "tag"
+    EXPRESSION = "expression"
 
 
 # --- markup characters: handler.text.markup replaces each inline tag or entity with one of these ---------------------
@@ -67,8 +73,29 @@ _MARKUP = re.compile(f"[{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 
 _TRAILING = ".,;:!?'\")]}>"  # ASCII punctuation that ends a sentence around a URL rather than the URL
-_PATTERNS: tuple[tuple[SpanKind, re.Pattern[str]], ...] = (
+_CLOSING = {"(": ")", "[": "]", "{": "}", "'": "'", '"': '"'}  # what closes an opening bracket or quote
+# not inside inline math: a dollar sign, a line break, Han, CJK punctuation or full-width forms
+_MATH_CHARACTER = r"[^$\n\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
+# delimited spans, found before anything that could cut them (an amount, a URL, a number inside)
+_ENCLOSED: tuple[tuple[SpanKind, re.Pattern[str]], ...] = (
     (SpanKind.CODE, re.compile(r"`[^`\n]+`")),
+    # TeX: $$...$$, \(...\), \[...\], and $...$ as Pandoc reads it (no space just inside the dollars, no digit
+    # right after the closing one: "$5 和 $10" are two prices, not math)
+    (
+        SpanKind.MATH,
+        re.compile(
+            rf"\$\${_MATH_CHARACTER}+?\$\$|\\\({_MATH_CHARACTER}+?\\\)|\\\[{_MATH_CHARACTER}+?\\\]"
+            rf"|\$(?![\s$]){_MATH_CHARACTER}+?(?<![\s\\])\$(?![0-9０-９])"
+        ),
+    ),
+    # an HTML-like tag or a placeholder in angle brackets, ASCII inside: <img src=x>, </div>, <name>, <String>
+    (SpanKind.TAG, re.compile(r"<[A-Za-z/!?][ -;=?-~]*>")),
+)
+# a candidate code-like token: a run of ASCII without spaces (kept when an operator stands inside it)
+_ASCII_RUN = re.compile(r"[!-~]+")
+_OPERATOR = re.compile(r"[=<>~^]")
+_WORD_CHARACTER = re.compile(r"[A-Za-z0-9_]")
+_PATTERNS: tuple[tuple[SpanKind, re.Pattern[str]], ...] = (
     (SpanKind.URL, re.compile(r"(?:(?:https?|ftp)://|www\.)[^\s<>\"'，。！？；：、（）【】《》“”‘’\u3000]+", re.I)),
     (SpanKind.EMAIL, re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")),
     (SpanKind.MENTION, re.compile(r"(?<![A-Za-z0-9_@.])@[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*")),
@@ -81,6 +108,7 @@ _PATTERNS: tuple[tuple[SpanKind, re.Pattern[str]], ...] = (
             r"|(?<![A-Za-z0-9_./])[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+\.[A-Za-z0-9]{1,6}(?![A-Za-z0-9])"
         ),
     ),
+    (SpanKind.EXPRESSION, _ASCII_RUN),
     (
         SpanKind.EMOJI,
         re.compile(
@@ -243,8 +271,9 @@ class Translation:
 def find_spans(text: str, glossary: Mapping[str, str] | None = None) -> list[Span]:
     """The protected spans of ``text``, in order, never overlapping.
 
-    Precedence: markup characters, glossary terms (longest first), numbers with Chinese units, then the patterns
-    in the order of ``_PATTERNS`` (code, URLs, e-mail before mentions, paths, emoji, numbers, Latin words).
+    Precedence: markup characters, delimited spans (code in backticks, math, angle brackets), glossary terms
+    (longest first), numbers with Chinese units or currency signs, then the patterns in the order of ``_PATTERNS``
+    (URLs, e-mail before mentions, paths, code-like tokens with an operator, emoji, numbers, Latin words).
     """
     spans: list[Span] = []
     taken = bytearray(len(text))
@@ -256,6 +285,9 @@ def find_spans(text: str, glossary: Mapping[str, str] | None = None) -> list[Spa
 
     for match in _MARKUP.finditer(text):
         claim(match.start(), match.end(), SpanKind.MARKUP, match.group())
+    for kind, pattern in _ENCLOSED:
+        for match in pattern.finditer(text):
+            claim(match.start(), match.end(), kind, match.group())
     for term in sorted(glossary or {}, key=len, reverse=True):
         for match in re.finditer(re.escape(term), text):
             claim(match.start(), match.end(), SpanKind.GLOSSARY, (glossary or {})[term])
@@ -265,7 +297,11 @@ def find_spans(text: str, glossary: Mapping[str, str] | None = None) -> list[Spa
         for match in pattern.finditer(text):
             start, end = match.start(), match.end()
             if kind is SpanKind.URL:
-                end = _url_end(text, start, end)
+                end = _without_closing_punctuation(text, start, end)
+            elif kind is SpanKind.EXPRESSION:
+                start, end = _expression_bounds(text, start, end)
+                if not _has_inner_operator(text, start, end):
+                    continue
             found = text[start:end]
             # "27 000" (UN style) is "27,000" in an English sentence that already has it
             alternatives = (found.replace(" ", ","),) if _SPACED_THOUSANDS.fullmatch(found) else ()
@@ -273,13 +309,34 @@ def find_spans(text: str, glossary: Mapping[str, str] | None = None) -> list[Spa
     return sorted(spans, key=lambda span: span.start)
 
 
-def _url_end(text: str, start: int, end: int) -> int:
-    """A URL without the punctuation that closes the sentence around it (a ``)`` stays when it has its ``(``)."""
+def _without_closing_punctuation(text: str, start: int, end: int) -> int:
+    """The end of a URL or token without the punctuation that closes the sentence around it (a ``)`` stays when it
+    has its ``(``)."""
     while end > start and text[end - 1] in _TRAILING:
         if text[end - 1] == ")" and text[start:end].count("(") >= text[start:end].count(")"):
             break
         end -= 1
     return end
+
+
+def _expression_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """An ASCII run without the sentence punctuation around it: closing marks at its end (as for a URL) and an
+    opening bracket or quote at its start that nothing in it closes."""
+    end = _without_closing_punctuation(text, start, end)
+    while start < end and text[start] in _CLOSING:
+        if _CLOSING[text[start]] in text[start + 1 : end]:
+            break
+        start += 1
+    return start, end
+
+
+def _has_inner_operator(text: str, start: int, end: int) -> bool:
+    """Whether an operator (``= < > ~ ^``, so also ``>=``, ``==``, ``!=``) stands between two word characters."""
+    first = _WORD_CHARACTER.search(text, start, end)
+    if first is None:
+        return False
+    last = max(index for index in range(first.start(), end) if _WORD_CHARACTER.match(text, index))
+    return _OPERATOR.search(text, first.end(), last) is not None
 
 
 def group_units(text: str, spans: Sequence[Span]) -> list[Unit]:
