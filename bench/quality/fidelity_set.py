@@ -1,15 +1,17 @@
 """Write the fidelity set (``tests/fixtures/fidelity.jsonl``): sentences whose spans must come through translation.
 
-Two origins, both licence-clean: sentences written here for each class (``written``), and real sentences of the
+Two origins, both licence-clean: sentences written here for each class (``written``; the ``currency``,
+``operator``, ``math``, ``angle`` and ``range`` classes are written here only), and real sentences of the
 repository's dev set (``data/corpus/dev.zh-en.tsv.gz``, only sources we may redistribute) with a span inserted
 (``dev``). Each line is one JSON object:
 
 ``{"id", "class", "origin", "format", "source", "expect": [...], "glossary": {...}}``
 
 ``expect`` holds the exact strings the English must contain (the span itself, or the converted amount, or the
-glossary's target term); for the ``html`` and ``markdown`` classes the output's markup skeleton must equal the
-input's, and for ``no_chinese`` the output must equal the input. The set is deterministic (a fixed seed):
-``python -m bench.quality.fidelity_set`` rewrites the same file.
+glossary's target term; for the ``currency`` and ``range`` classes the form ``handler.text.numbers`` writes:
+``¥1,299``, ``30,000-50,000 yuan``, ``2018-2030``); for the ``html`` and ``markdown`` classes the output's markup
+skeleton must equal the input's, and for ``no_chinese`` the output must equal the input. The set is deterministic
+(a fixed seed): ``python -m bench.quality.fidelity_set`` rewrites the same file.
 """
 
 from __future__ import annotations
@@ -284,6 +286,88 @@ MARKDOWN = [
 ]
 
 
+# classes whose sentences are all written here, each with the strings its English must hold: a span at the start,
+# in the middle and at the end, alone or with others, in prose and in technical text
+WRITTEN_WITH_EXPECT: dict[str, list[tuple[str, list[str]]]] = {
+    "currency": [
+        ("价格从 ¥1,299 降到了 ¥999。", ["¥1,299", "¥999"]),
+        ("这本书在网上卖￥45.80，书店里要￥60。", ["¥45.80", "¥60"]),
+        ("$25的门票已经售罄了。", ["$25"]),
+        ("这台相机在美国卖 $1,499，比国内便宜。", ["$1,499"]),
+        ("机票往返€320，酒店每晚€95。", ["€320", "€95"]),
+        ("伦敦的地铁单程票是£2.80。", ["£2.80"]),
+        ("公司去年的研发投入达到$5亿。", ["$500 million"]),
+        ("首轮融资￥3000万已经到账。", ["¥30 million"]),
+        ("这款手机售价 US$799，折合人民币约5,700元。", ["US$799", "5,700 yuan"]),
+        ("每张电影票30元，会员价25元。", ["30 yuan", "25 yuan"]),
+        ("这笔订单总额为1,200美元。", ["1,200 US dollars"]),
+        ("他们向基金会捐赠了500万欧元。", ["5 million euros"]),
+        ("月租从HK$8,000涨到了HK$9,500。", ["HK$8,000", "HK$9,500"]),
+        ("结账时一共是¥128，我付了现金。", ["¥128"]),
+    ],
+    "operator": [
+        ("请安装 numpy>=2.1.3 后再运行。", ["numpy>=2.1.3"]),
+        ("requirements文件里写的是django==4.2.7。", ["django==4.2.7"]),
+        ("如果x!=0，就继续循环。", ["x!=0"]),
+        ("把timeout=30写进配置文件。", ["timeout=30"]),
+        ("条件i<=n不成立时退出。", ["i<=n"]),
+        ("版本要求python>=3.9,<4.0，请先升级。", ["python>=3.9,<4.0"]),
+        ("运行前设置 DEBUG=true 就能看到日志。", ["DEBUG=true"]),
+        ("依赖写成requests~=2.31即可。", ["requests~=2.31"]),
+        ("当a>b时，函数返回1。", ["a>b"]),
+        ("2^10=1024，这个大家都知道。", ["2^10=1024"]),
+        ("用--max-len=512参数可以限制长度。", ["--max-len=512"]),
+        ("我们发现count+=1这一行没有执行。", ["count+=1"]),
+        ("在网址后面加上?page=2就能翻页。", ["?page=2"]),
+        ("这个检查是 len(items)>0，别写反了。", ["len(items)>0"]),
+    ],
+    "math": [
+        ("著名的公式$E=mc^2$说明了质量和能量的关系。", ["$E=mc^2$"]),
+        (r"公式 \(a^2+b^2=c^2\) 是勾股定理。", [r"\(a^2+b^2=c^2\)"]),
+        ("设$x$为正整数。", ["$x$"]),
+        (r"$f(x)=\sin x$是一个周期函数。", [r"$f(x)=\sin x$"]),
+        ("我们要求解方程$$x^2-5x+6=0$$的根。", ["$$x^2-5x+6=0$$"]),
+        (r"根据\[\int_0^1 x\,dx=\frac{1}{2}\]可以算出面积。", [r"\[\int_0^1 x\,dx=\frac{1}{2}\]"]),
+        (r"当$n \to \infty$时，这个数列收敛。", [r"$n \to \infty$"]),
+        (r"概率写作 \(P(A|B)\)，表示在B发生的条件下A的概率。", [r"\(P(A|B)\)"]),
+        (r"把 $\alpha=0.05$ 作为显著性水平。", [r"$\alpha=0.05$"]),
+        (r"矩阵的行列式记为$\det(A)$。", [r"$\det(A)$"]),
+        (r"这道题的答案是$\sqrt{2}$，不是2。", [r"$\sqrt{2}$"]),
+        (r"面积公式是\(S=\pi r^2\)，其中r是半径。", [r"\(S=\pi r^2\)"]),
+    ],
+    "angle": [
+        ("请不要在文本里粘贴<img src=x onerror=alert(1)>这样的代码。", ["<img src=x onerror=alert(1)>"]),
+        ("把<name>替换成你的名字。", ["<name>"]),
+        ("这个方法返回List<String>类型。", ["List<String>"]),
+        ("<br>标签表示换行。", ["<br>"]),
+        ("模板里的<user_id>会被自动替换。", ["<user_id>"]),
+        ("用Map<String, Integer>来保存每个词的次数。", ["Map<String, Integer>"]),
+        ("段落要用</p>结束。", ["</p>"]),
+        ("命令格式是 git checkout <branch>，请换成你的分支名。", ["<branch>"]),
+        ('页面顶部有一个<div class="header">元素。', ['<div class="header">']),
+        ("把 <script>alert('hi')</script> 当作普通文本显示。", ["<script>alert('hi')</script>"]),
+        ("请用<b>加粗</b>表示重点。", ["<b>", "</b>"]),
+        ("泛型写法Optional<T>在这里更清楚。", ["Optional<T>"]),
+    ],
+    "range": [
+        ("规划期为（2018-2030 年）。", ["2018-2030"]),
+        ("预计投资3-5万元。", ["30,000-50,000 yuan"]),
+        ("市场规模将达到10～20亿美元。", ["1-2 billion US dollars"]),
+        ("2020—2025年是关键的五年。", ["2020-2025"]),
+        ("每年有5千-1万名游客来这里。", ["5,000-10,000"]),
+        ("活动时间为3月1-5日。", ["March 1-5"]),
+        ("这种花在4～6月开放。", ["April-June"]),
+        ("房价在每平方米2万至3万元之间。", ["20,000 to 30,000 yuan"]),
+        ("项目总投资1.5-2亿元，分三期建设。", ["150-200 million yuan"]),
+        ("2019年至2021年，公司收入翻了一番。", ["2019 to 2021"]),
+        ("每个座位的价格是¥300-500。", ["¥300-500"]),
+        ("预计有30~50万人参加。", ["300,000-500,000"]),
+        ("工资范围是8千到1.2万元。", ["8,000 to 12,000 yuan"]),
+        ("这项研究覆盖了1990-2020年的数据。", ["1990-2020"]),
+    ],
+}
+
+
 def _dev_sentences() -> list[str]:
     """Short dev sentences without Latin letters or digits (so that the inserted span is the only one)."""
     pairs = dev_pairs(REPOSITORY_CORPUS_DIR)
@@ -372,6 +456,9 @@ def build() -> list[dict[str, object]]:
             template = templates[index % len(templates)]
             a, b = _trim(next(dev_iter)), _trim(next(dev_iter))
             add(fmt, "dev", template.format(a=a, b=b), [], fmt=fmt)
+    for kind, sentences in WRITTEN_WITH_EXPECT.items():
+        for source, expect in sentences:
+            add(kind, "written", source, expect)
     return items
 
 

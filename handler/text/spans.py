@@ -76,6 +76,7 @@ _TRAILING = ".,;:!?'\")]}>"  # ASCII punctuation that ends a sentence around a U
 _CLOSING = {"(": ")", "[": "]", "{": "}", "'": "'", '"': '"'}  # what closes an opening bracket or quote
 # not inside inline math: a dollar sign, a line break, Han, CJK punctuation or full-width forms
 _MATH_CHARACTER = r"[^$\n\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
+_TAG = r"<[A-Za-z/!?][ -;=?-~]*>"  # ASCII inside, no angle bracket
 # delimited spans, found before anything that could cut them (an amount, a URL, a number inside)
 _ENCLOSED: tuple[tuple[SpanKind, re.Pattern[str]], ...] = (
     (SpanKind.CODE, re.compile(r"`[^`\n]+`")),
@@ -88,8 +89,9 @@ _ENCLOSED: tuple[tuple[SpanKind, re.Pattern[str]], ...] = (
             rf"|\$(?![\s$]){_MATH_CHARACTER}+?(?<![\s\\])\$(?![0-9０-９])"
         ),
     ),
-    # an HTML-like tag or a placeholder in angle brackets, ASCII inside: <img src=x>, </div>, <name>, <String>
-    (SpanKind.TAG, re.compile(r"<[A-Za-z/!?][ -;=?-~]*>")),
+    # HTML-like tags or placeholders in angle brackets, ASCII inside (<img src=x>, </div>, <name>, <String>), with
+    # the ASCII text between two of them (<script>alert(1)</script>)
+    (SpanKind.TAG, re.compile(rf"{_TAG}(?:[ -;=?-~]*{_TAG})*")),
 )
 # a candidate code-like token: a run of ASCII without spaces (kept when an operator stands inside it)
 _ASCII_RUN = re.compile(r"[!-~]+")

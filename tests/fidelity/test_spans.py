@@ -40,6 +40,37 @@ CLASSES = [
     ),
     ("收入1.25亿元", [(SpanKind.AMOUNT, "1.25亿元")]),
     ("2024年3月15日举行", [(SpanKind.DATE, "2024年3月15日")]),
+    # currency signs and ranges (handler.text.numbers)
+    ("价格从 ¥1,299 降到了 ¥999。", [(SpanKind.AMOUNT, "¥1,299"), (SpanKind.AMOUNT, "¥999")]),
+    ("价格$5和$10", [(SpanKind.AMOUNT, "$5"), (SpanKind.AMOUNT, "$10")]),  # two prices, not math
+    ("规划期为（2018-2030 年）。", [(SpanKind.DATE, "2018-2030 年")]),
+    ("投资3-5万元", [(SpanKind.AMOUNT, "3-5万元")]),
+    # code-like tokens with an operator, without the sentence's punctuation
+    ("请安装 numpy>=2.1.3 后再运行", [(SpanKind.EXPRESSION, "numpy>=2.1.3")]),
+    ("如果x!=0，就继续", [(SpanKind.EXPRESSION, "x!=0")]),
+    ("版本要求python>=3.9,<4.0，请升级", [(SpanKind.EXPRESSION, "python>=3.9,<4.0")]),
+    ("检查 len(items)>0。", [(SpanKind.EXPRESSION, "len(items)>0")]),
+    ("先设置(x=1).然后", [(SpanKind.EXPRESSION, "(x=1)")]),
+    ("函数(y=2，", [(SpanKind.EXPRESSION, "y=2")]),
+    ('写成"a=b"。', [(SpanKind.EXPRESSION, "a=b")]),
+    ("2^10=1024，对", [(SpanKind.EXPRESSION, "2^10=1024")]),
+    ("计算2^10的值", [(SpanKind.EXPRESSION, "2^10")]),
+    ("支持3.8~3.11版本", [(SpanKind.EXPRESSION, "3.8~3.11")]),
+    ("设置--max-len=512参数", [(SpanKind.EXPRESSION, "--max-len=512")]),
+    ("请访问 https://a.com/?x=1 获取", [(SpanKind.URL, "https://a.com/?x=1")]),  # a URL, not an expression
+    # inline math
+    ("公式$E=mc^2$说明", [(SpanKind.MATH, "$E=mc^2$")]),
+    ("公式 \\(a^2+b^2=c^2\\) 是", [(SpanKind.MATH, "\\(a^2+b^2=c^2\\)")]),
+    ("方程$$x^2-5x+6=0$$的根", [(SpanKind.MATH, "$$x^2-5x+6=0$$")]),
+    ("根据\\[x=1\\]可以", [(SpanKind.MATH, "\\[x=1\\]")]),
+    ("设$x$为正整数", [(SpanKind.MATH, "$x$")]),
+    # angle-bracketed text in plain text
+    ("粘贴<img src=x onerror=alert(1)>这样", [(SpanKind.TAG, "<img src=x onerror=alert(1)>")]),
+    ("把<name>替换", [(SpanKind.TAG, "<name>")]),
+    ("返回List<String>类型", [(SpanKind.LATIN, "List"), (SpanKind.TAG, "<String>")]),
+    ("把 <script>alert('hi')</script> 当作", [(SpanKind.TAG, "<script>alert('hi')</script>")]),
+    ("请用<b>加粗</b>表示", [(SpanKind.TAG, "<b>"), (SpanKind.TAG, "</b>")]),  # the Chinese inside is translated
+    ("如果a<b且c>d", [(SpanKind.EXPRESSION, "a<b"), (SpanKind.EXPRESSION, "c>d")]),  # comparisons, not a tag
 ]
 
 
@@ -55,6 +86,54 @@ def test_converted_spans_carry_their_english() -> None:
         (SpanKind.GLOSSARY, "employees"),
         (SpanKind.AMOUNT, "30,000"),
         (SpanKind.DATE, "March 15, 2024"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "价格 $ 5 和 $10",
+        "从$5到$ 10",
+        "$5-$10元",
+        "$ x$",
+        "$x $",
+        "$中文$",
+        "\\(中文\\)",
+        "<中文>",
+        "< b>",
+        "a < b",
+        "x=",
+        "=1",
+    ],
+)
+def test_what_is_not_math_a_tag_or_an_expression_is_not_one(text: str) -> None:
+    kinds = {span.kind for span in find_spans(text)}
+    assert not kinds & {SpanKind.MATH, SpanKind.TAG, SpanKind.EXPRESSION}, find_spans(text)
+
+
+def test_delimited_spans_win_over_what_is_inside_them() -> None:
+    text = "运行`price=3万`，公式$3x=1.5$不变，<a href=https://x.cn/?p=1>链接"
+    assert [(span.kind, text[span.start : span.end]) for span in find_spans(text, {"链接": "link"})] == [
+        (SpanKind.CODE, "`price=3万`"),
+        (SpanKind.MATH, "$3x=1.5$"),
+        (SpanKind.TAG, "<a href=https://x.cn/?p=1>"),
+        (SpanKind.GLOSSARY, "链接"),
+    ]
+
+
+def test_currency_signs_and_ranges_carry_their_english() -> None:
+    spans = find_spans("售价￥45.80，预计3-5万元，（2018-2030 年）")
+    assert [(span.kind, span.target) for span in spans] == [
+        (SpanKind.AMOUNT, "¥45.80"),
+        (SpanKind.AMOUNT, "30,000-50,000 yuan"),
+        (SpanKind.DATE, "2018-2030"),
+    ]
+
+
+def test_a_generic_type_is_one_unit() -> None:
+    assert [unit.target for unit in protect("返回List<String>和Map<String, Integer>。").units] == [
+        "List<String>",
+        "Map<String, Integer>",
     ]
 
 
@@ -161,3 +240,29 @@ def test_only_the_spans_the_model_lost_become_placeholders() -> None:
     [result] = translate_protected([source], translate)
     assert (result.text, result.method) == ("Apple released iPhone and macOS.", "placeholders")
     assert calls == [[source], ["苹果发布了iPhone和X1。"]]
+
+
+# a sentence of each issue-25 class, and what its English must hold byte for byte
+NEW_CLASSES = [
+    ("价格从 ¥1,299 降到了 ¥999。", ["¥1,299", "¥999"]),
+    ("这本书卖￥45.80。", ["¥45.80"]),
+    ("请安装 numpy>=2.1.3 后再运行。", ["numpy>=2.1.3"]),
+    ("著名的公式$E=mc^2$说明了质量和能量的关系。", ["$E=mc^2$"]),
+    ("公式 \\(a^2+b^2=c^2\\) 是勾股定理。", ["\\(a^2+b^2=c^2\\)"]),
+    ("请不要粘贴<img src=x onerror=alert(1)>这样的代码。", ["<img src=x onerror=alert(1)>"]),
+    ("这个方法返回List<String>类型。", ["List<String>"]),
+    ("规划期为（2018-2030 年）。", ["2018-2030"]),
+    ("市场规模将达到10～20亿美元。", ["1-2 billion US dollars"]),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), NEW_CLASSES, ids=[source for source, _ in NEW_CLASSES])
+def test_each_new_class_comes_through_stitching_with_a_model_that_keeps_nothing(
+    source: str, expected: list[str]
+) -> None:
+    """A model that answers "Text." to everything: the stitched output holds every span as English writes it."""
+    [result] = translate_protected([source], lambda texts: ["Text." for _ in texts])
+    assert result.method == "stitched"
+    for text in expected:
+        assert text in result.text
+    assert not contains_placeholder(result.text)
