@@ -3,7 +3,8 @@
 On the fidelity set (``tests/fixtures/fidelity.jsonl``, ``bench/quality/fidelity_set.py``) it reports per class
 
 * **exact**: the share of expected spans found in the output byte for byte (converted amounts, currency
-  amounts, ranges and glossary targets as the English they must become; for ``no_chinese`` the whole output must equal the input);
+  amounts, ranges and glossary targets as the English they must become; for ``no_chinese`` the whole output must
+  equal the input);
 * **leaked**: the share of outputs holding a placeholder (``X1``...) the input did not;
 * **skeleton** (``html``, ``markdown``): the share of outputs whose markup skeleton equals the input's;
 
