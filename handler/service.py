@@ -34,6 +34,8 @@ from handler.model.batching import (
     plan_batches,
     restore_order,
 )
+from handler.model.confidence import Calibration, ScoredSegment, SegmentScore, assess, locate
+from handler.model.decoding import Hypothesis
 from handler.model.families.base import SearchRequest
 from handler.model.loader import LoadedModel
 from handler.model.memory import release_free_heap
@@ -42,7 +44,7 @@ from handler.text.glossary import Glossary, deployment_glossary
 from handler.text.markup import FORMATS, parse_markup
 from handler.text.script_conversion import AUTO, canonical_variant, default_converter
 from handler.text.segmentation import Document, split_document
-from handler.text.spans import ProtectedSpan, SpanKind, Translation, translate_protected
+from handler.text.spans import ProtectedSpan, SpanKind, Translation, has_chinese, translate_protected
 from handler.text.validation import require_unicode
 
 OPTION_NAMES = (
@@ -54,12 +56,14 @@ OPTION_NAMES = (
     "glossary",
     "protect_spans",
     "source",
+    "scores",
 )
 LENGTH_PENALTY_RANGE = (0.0, 2.0)
 MAX_LENGTH_RATIO_RANGE = (1.0, 4.0)
 EXTRA_NEW_TOKENS = 10  # output tokens allowed on top of max_length_ratio x source tokens
 MIN_SEGMENT_TOKENS = 8
 SPEED_MEMORY = 0.8  # weight of earlier batches in the measured decoding speed
+SegmentModelScore = tuple[Hypothesis, int]  # a model input's hypothesis and its source token count
 
 
 def _shown(value: object) -> str:
@@ -91,6 +95,8 @@ class TranslateOptions:
     # the texts' Chinese variant: "auto" (detected), "zh-Hans", "zh-Hant", "zh-TW", "zh-HK"; Traditional text is
     # converted to the model's script first (handler.text.script_conversion)
     source: str = AUTO
+    # each translation's segments with a confidence and flags (handler.model.confidence); changes no translation
+    scores: bool = False
 
     def __post_init__(self) -> None:
         if self.beam_size is not None and not (
@@ -110,7 +116,7 @@ class TranslateOptions:
                 continue
             if not (_is_number(value) and math.isfinite(value) and low <= value <= high):
                 raise InvalidRequestError(f"{name} must be a number from {low} to {high}; got {_shown(value)}")
-        for name in ("repetition_guard", "protect_spans"):
+        for name in ("repetition_guard", "protect_spans", "scores"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidRequestError(f"{name} must be true or false; got {_shown(getattr(self, name))}")
         if self.format not in FORMATS:
@@ -136,10 +142,12 @@ class TranslateOptions:
 
 @dataclass(frozen=True)
 class TextTranslation:
-    """One text's translation and the protected spans it carries (glossary hits among them)."""
+    """One text's translation, the protected spans it carries (glossary hits among them) and, when the options
+    ask for ``scores``, its segments with their confidence."""
 
     text: str
     spans: tuple[ProtectedSpan, ...] = ()
+    segments: tuple[ScoredSegment, ...] = ()
 
 
 class ThroughputMeter:
@@ -188,6 +196,7 @@ class TranslationService:
         self._tokenizer = model.tokenizer
         self._spec = model.spec
         self._bundle_hash = model.manifest.bundle_hash()
+        self.calibration = Calibration.from_manifest(model.manifest.confidence, str(model.bundle_dir))
         # room for the output: the source gets at most half of the model's positions
         self.max_source_tokens = max(MIN_SEGMENT_TOKENS, self._spec.max_positions // 2)
         self._lock = threading.Lock()
@@ -205,6 +214,7 @@ class TranslationService:
             "format_version": manifest.format_version,
             "threads": self.model.model.threads,
             "default_beam_size": self.config.beam_size,
+            "confidence_calibrated": self.calibration.calibrated,
             "timings": dict(self.model.timings),
         }
 
@@ -242,11 +252,22 @@ class TranslationService:
         the measured speed says it cannot finish in time, and between batches when the next batch would overrun.
         ``progress(done_characters, total_characters)`` is called after every batch.
         """
+        return self.translate_document_detailed(text, options, deadline=deadline, progress=progress).text
+
+    def translate_document_detailed(
+        self,
+        text: str,
+        options: TranslateOptions | None = None,
+        *,
+        deadline: float | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> TextTranslation:
+        """``translate_document`` with the protected spans and, with ``scores``, the scored segments."""
         if not isinstance(text, str):
             raise InvalidRequestError(f"the document must be a string; got {type(text).__name__}")
         require_unicode(text, "the document")
         try:
-            return self._translate([text], options or TranslateOptions(), deadline, progress)[0].text
+            return self._translate([text], options or TranslateOptions(), deadline, progress)[0]
         finally:
             release_free_heap()
 
@@ -298,6 +319,7 @@ class TranslationService:
         progress: Callable[[int, int], None] | None,
     ) -> list[TextTranslation]:
         """Markup -> blocks -> segments -> protected translation (``handler.text.spans``) -> blocks -> markup."""
+        given = list(texts)
         texts = [self.scripts.to_model_script(text, options.source) for text in texts]
         markups = [parse_markup(text, options.format) for text in texts]
         documents = [[self._split(block) for block in markup.blocks] for markup in markups]
@@ -305,20 +327,21 @@ class TranslationService:
         sources = [t for blocks in documents for document in blocks for t in document.texts]
         total = sum(len(t) for t in sources)
         rounds = 0
+        scored: dict[str, SegmentModelScore] = {}  # model input -> its hypothesis and source tokens
 
         def model(inputs: Sequence[str]) -> list[str]:
             nonlocal rounds
             rounds += 1  # progress follows the first round; stitching (a second one) is a small remainder
-            return self._model_translate(inputs, options, deadline, progress if rounds == 1 else None, total)
+            return self._model_translate(inputs, options, deadline, progress if rounds == 1 else None, total, scored)
 
         if options.protect_spans:
             glossary = self.glossary.merged(options.glossary).as_dict()
             found = translate_protected(sources, model, glossary)
         else:
-            found = [Translation(text, "plain", ()) for text in (model(sources) if sources else [])]
+            found = [Translation(text, "plain", (), (text,)) for text in (model(sources) if sources else [])]
         results = dict(zip(sources, found, strict=True))
         translations = []
-        for markup, blocks in zip(markups, documents, strict=True):
+        for original, converted, markup, blocks in zip(given, texts, markups, documents, strict=True):
             english = [document.join([results[t].text for t in document.texts]) for document in blocks]
             spans = tuple(
                 span
@@ -327,10 +350,49 @@ class TranslationService:
                 for span in results[t].spans
                 if span.kind is not SpanKind.MARKUP
             )
-            translations.append(TextTranslation(markup.rebuild(english), spans))
+            output = markup.rebuild(english)
+            segments: tuple[ScoredSegment, ...] = ()
+            if options.scores:
+                # offsets into the text as given, where the script conversion kept its length (it nearly always does)
+                located = original if len(original) == len(converted) else ""
+                segments = self._scored_segments(blocks, results, scored, located, converted, output)
+            translations.append(TextTranslation(output, spans, segments))
         if progress is not None:
             progress(total, total)
         return translations
+
+    def _scored_segments(
+        self,
+        blocks: Sequence[Document],
+        results: Mapping[str, Translation],
+        scored: Mapping[str, SegmentModelScore],
+        original: str,
+        converted: str,
+        output: str,
+    ) -> tuple[ScoredSegment, ...]:
+        segments = []
+        source_at = output_at = 0
+        for document in blocks:
+            for text in document.texts:
+                result = results[text]
+                model_scores = [scored[given] for given in result.model_inputs if given in scored]
+                score = (
+                    SegmentScore(
+                        tuple(hypothesis for hypothesis, _ in model_scores),
+                        sum(tokens for _, tokens in model_scores),
+                        result.method,
+                    )
+                    if model_scores
+                    else None
+                )
+                english = " ".join(result.text.split())
+                source_span = locate(converted, text, source_at) if original else None
+                source_at = source_span[1] if source_span else source_at
+                output_span = locate(output, english, output_at)
+                output_at = output_span[1] if output_span else output_at
+                assessment = assess(score, has_chinese(english), self.calibration)
+                segments.append(ScoredSegment(text, english, source_span, output_span, assessment, score))
+        return tuple(segments)
 
     def _model_translate(
         self,
@@ -339,8 +401,10 @@ class TranslationService:
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
         total: int,
+        scored: dict[str, SegmentModelScore] | None = None,
     ) -> list[str]:
-        """The model's cleaned translation of each input text (one segment each)."""
+        """The model's cleaned translation of each input text (one segment each); ``scored`` gets each input's
+        hypothesis and source token count."""
         segments = self._segments(inputs)
         beam_size = options.beam_size or self.config.beam_size
         batches = plan_batches(
@@ -351,7 +415,7 @@ class TranslationService:
                 self._spec.decoder_layers, self._spec.d_model, width, self.max_new_tokens(width, options)
             ),
         )
-        outputs: list[list[list[int]]] = []
+        outputs: list[list[Hypothesis]] = []
         with self._lock:
             done = 0
             for number, batch in enumerate(batches):
@@ -361,11 +425,14 @@ class TranslationService:
                 done += sum(segments.characters[index] for index in batch.indices)
                 if progress is not None:
                     progress(done * total // max(1, segments.total_characters), total)
-        tokens = restore_order(batches, outputs, len(segments.texts))
+        hypotheses = restore_order(batches, outputs, len(segments.texts))
         translations = {
-            text: clean_translation(self._tokenizer.decode(ids))
-            for text, ids in zip(segments.texts, tokens, strict=True)
+            text: clean_translation(self._tokenizer.decode(hypothesis.ids))
+            for text, hypothesis in zip(segments.texts, hypotheses, strict=True)
         }
+        if scored is not None:
+            for text, hypothesis, ids in zip(segments.texts, hypotheses, segments.encoded, strict=True):
+                scored[text] = (hypothesis, len(ids))
         return [translations[text] for text in inputs]
 
     def max_new_tokens(self, source_tokens: int, options: TranslateOptions) -> int:
@@ -373,7 +440,7 @@ class TranslationService:
         allowed = int(options.max_length_ratio * source_tokens) + EXTRA_NEW_TOKENS
         return max(1, min(allowed, self._spec.max_positions - 1))
 
-    def _decode(self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[list[int]]:
+    def _decode(self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[Hypothesis]:
         max_new_tokens = self.max_new_tokens(batch.width, options)
         request = SearchRequest(
             beam_size=beam_size,

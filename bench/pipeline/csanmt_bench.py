@@ -106,7 +106,7 @@ def measure_speed(bundle_dir: Path, threads: int, repeats: int) -> dict[str, Any
             times, produced = [], 0
             for _ in range(repeats):
                 started = time.perf_counter()
-                outputs = loaded.search(rows, request)
+                outputs = [hypothesis.ids for hypothesis in loaded.search(rows, request)]
                 times.append(time.perf_counter() - started)
                 # a family whose maximum length excludes the end of sentence (CSANMT) stops at FORCED_TOKENS + 1
                 produced = sum(len(tokens) for tokens in outputs)

@@ -83,7 +83,7 @@ def _runtime(job: dict[str, Any]) -> tuple[Callable[[str], str], Decode]:
 
     def decode(batch: Sequence[Sequence[int]], beam_size: int) -> list[list[int]]:
         request = SearchRequest(beam_size=beam_size, max_new_tokens=steps, repetition_guard=False, min_new_tokens=steps)
-        return loaded.search(batch, request)
+        return [hypothesis.ids for hypothesis in loaded.search(batch, request)]
 
     def translate(text: str) -> str:
         ids = loaded.tokenizer.encode_batch([text])

@@ -2,22 +2,26 @@
 
 ``translate`` reads a text file (or stdin) in any encoding the file adapters accept, writes the English to
 stdout and, for long inputs, a progress bar to stderr; ``.html``/``.md`` files are translated as HTML/Markdown
-(markup kept; ``--format`` overrides), and ``--glossary FILE`` adds terms. ``serve`` starts the HTTP surface
-(page and API) on the standard library's HTTP server.
+(markup kept; ``--format`` overrides), and ``--glossary FILE`` adds terms. ``--scores`` writes JSON lines
+instead: one per translated segment (source, English, their offsets in the input and output with line breaks as
+LF, confidence, flags: ``handler.api.scores``), then one with the whole ``translation`` and how many segments are
+flagged. ``serve`` starts the HTTP surface (page and API) on the standard library's HTTP server.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+from handler.api.scores import segment_json
 from handler.config import RuntimeConfig
 from handler.errors import TranslatorError
-from handler.service import TranslateOptions
+from handler.service import TextTranslation, TranslateOptions
 from handler.storage.files import decode_text, format_for, translate_text
 from handler.text.glossary import load_glossary
 from handler.text.markup import FORMATS
@@ -64,19 +68,36 @@ def translate_command(args: argparse.Namespace) -> int:
         raw_options["beam_size"] = args.beam_size
     if args.glossary is not None:
         raw_options["glossary"] = load_glossary(args.glossary, "--glossary")
+    if args.scores:
+        raw_options["scores"] = True
     options = TranslateOptions.from_mapping(raw_options)
     data = _read_input(args.file, sys.stdin.buffer)
     text, _encoding = decode_text(data, "stdin" if args.file == "-" else args.file)
     service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
     bar = ProgressBar(sys.stderr) if len(text) >= PROGRESS_MIN_CHARS and not args.quiet else None
     try:
-        translation = translate_text(service, text, options, progress=bar)
+        if args.scores:
+            detail = service.translate_document_detailed(text.replace("\r\n", "\n"), options, progress=bar)
+        else:
+            translation = translate_text(service, text, options, progress=bar)
     finally:
         if bar is not None:
             bar.finish()
+    if args.scores:
+        return _write_scores(detail)
     if translation and not translation.endswith("\n"):
         translation += "\n"
     sys.stdout.buffer.write(translation.encode("utf-8"))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def _write_scores(detail: TextTranslation) -> int:
+    lines = [json.dumps(segment_json(segment), ensure_ascii=False) for segment in detail.segments]
+    flagged = sum(1 for segment in detail.segments if segment.assessment.low_confidence)
+    summary = {"translation": detail.text, "segments": len(detail.segments), "flagged": flagged}
+    lines.append(json.dumps(summary, ensure_ascii=False))
+    sys.stdout.buffer.write(("\n".join(lines) + "\n").encode("utf-8"))
     sys.stdout.buffer.flush()
     return 0
 
@@ -117,6 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("file", nargs="?", default="-", help="a text file, or - for stdin (the default)")
     translate.add_argument("--beam-size", type=int, default=None, help="1-8 (default: TRANSLATE_BEAM_SIZE or 4)")
     translate.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    translate.add_argument(
+        "--scores",
+        action="store_true",
+        help="JSON lines: each segment with its confidence and flags, then the whole translation",
+    )
     translate.add_argument(
         "--format",
         choices=FORMATS,

@@ -171,8 +171,6 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
     }
 
 
-
-
 def own_api_paths(config: RuntimeConfig, keys_required: bool) -> dict[str, Any]:
     """This server's own routes: the page, ``/healthz``, ``/openapi.json`` and ``POST /translate`` (whose path
     LibreTranslate's translate shares: both request shapes are described on it)."""
@@ -425,6 +423,64 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
         "protect_spans": _nullable({"type": "boolean"}),
         "source": _nullable({"type": "string", "enum": list(SOURCE_SPELLINGS)}),
         "spans": {"type": "boolean", "description": "true: list each translation's protected spans"},
+        "scores": _nullable(
+            {"type": "boolean", "description": "true: list each translation's segments with a confidence and flags"}
+        ),
+    }
+    offsets = {
+        "type": ["array", "null"],
+        "items": {"type": "integer", "minimum": 0},
+        "minItems": 2,
+        "maxItems": 2,
+        "description": "[start, end) character offsets; null where the output's markup escaping hides the text",
+    }
+    scored_segment = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [
+            "source",
+            "translation",
+            "source_span",
+            "translation_span",
+            "confidence",
+            "low_confidence",
+            "reasons",
+            "flags",
+            "model_score",
+        ],
+        "properties": {
+            "source": {"type": "string"},
+            "translation": {"type": "string"},
+            "source_span": offsets,
+            "translation_span": offsets,
+            "confidence": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "the expected sentence chrF / 100 of translations the model scored like this one",
+            },
+            "low_confidence": {"type": "boolean"},
+            "reasons": {"type": "array", "items": {"type": "string"}},
+            "flags": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": [
+                    "repetition_guard",
+                    "span_recovered",
+                    "length_ratio",
+                    "length_ratio_out_of_range",
+                    "untranslated",
+                ],
+                "properties": {
+                    "repetition_guard": {"type": "boolean"},
+                    "span_recovered": {"type": "boolean"},
+                    "length_ratio": {"type": "number", "minimum": 0},
+                    "length_ratio_out_of_range": {"type": "boolean"},
+                    "untranslated": {"type": "boolean"},
+                },
+            },
+            "model_score": {"type": ["number", "null"], "description": "mean log-probability per output token"},
+        },
     }
     string_or_list = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
     one_or_more = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]}
@@ -467,6 +523,11 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
                     "description": "a list of spans for text, a list of such lists for texts",
                     "type": "array",
                     "items": {"oneOf": [span, {"type": "array", "items": span}]},
+                },
+                "scores": {
+                    "description": "a list of scored segments for text, a list of such lists for texts",
+                    "type": "array",
+                    "items": {"oneOf": [scored_segment, {"type": "array", "items": scored_segment}]},
                 },
                 "model": {"type": ["string", "null"]},
                 "bundle_hash": {"type": ["string", "null"]},

@@ -146,6 +146,7 @@ class Manifest:
     family: str = FAMILY_MARIAN  # which handler.model.families module reads the bundle
     tokenizer: dict[str, Any] = field(default_factory=dict)  # per family (csanmt: file names, unknown id, versions)
     decoding: dict[str, Any] = field(default_factory=dict)  # per family (csanmt: length penalty, maximum length)
+    confidence: dict[str, Any] = field(default_factory=dict)  # score -> confidence calibration (build.calibrate)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n"

@@ -20,7 +20,7 @@ Returned ids exclude the decoder start token and the final ``</s>``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -75,18 +75,48 @@ DEFAULT_GUARD = RepetitionGuard()
 TRIGRAM_GUARD = RepetitionGuard(ngram_size=3, max_run=3, max_tandem=0)  # the guard before: no repeated 3-gram
 
 
+@dataclass(frozen=True)
+class Hypothesis:
+    """A search's output for one source row and what the model thought of it (``handler.confidence`` reads it).
+
+    ``log_prob`` sums the model's log-probabilities of the chosen tokens, the end-of-sentence token's included
+    (a forced one at the length limit adds 0); ``scored_tokens`` is how many tokens that sum covers.
+    ``guard_fired``: somewhere on this output's path the repetition guard banned a token the model preferred to
+    the one the search took, so the output is not what the model alone would have chosen there.
+    """
+
+    ids: list[int]
+    log_prob: float = 0.0
+    scored_tokens: int = 0
+    guard_fired: bool = False
+
+    @property
+    def mean_log_prob(self) -> float:
+        """The length-normalized score: the mean log-probability per scored token (0.0 when nothing was scored)."""
+        return self.log_prob / self.scored_tokens if self.scored_tokens else 0.0
+
+
 def _guard_from(repetition_guard: bool | RepetitionGuard) -> RepetitionGuard | None:
     if isinstance(repetition_guard, RepetitionGuard):
         return repetition_guard
     return DEFAULT_GUARD if repetition_guard else None
 
 
-def ban_repetitions(log_probs: np.ndarray, sequences: np.ndarray, length: int, guard: RepetitionGuard) -> None:
+def ban_repetitions(log_probs: np.ndarray, sequences: np.ndarray, length: int, guard: RepetitionGuard) -> np.ndarray:
     """Set to -inf, in place, every next token ``guard`` forbids after ``sequences[:, :length]``.
 
-    ``sequences`` holds one hypothesis per row of ``log_probs``, decoder start token first.
+    ``sequences`` holds one hypothesis per row of ``log_probs``, decoder start token first. Returns, per row, the
+    largest log-probability among the tokens it banned (-inf where it banned none): a search that then takes a
+    token of lower log-probability took it because of the guard (``Hypothesis.guard_fired``).
     """
     history = sequences[:, :length]
+    banned = np.full(log_probs.shape[0], -np.inf, dtype=np.float32)
+
+    def ban(rows: np.ndarray, tokens: np.ndarray) -> None:
+        if rows.size:
+            np.maximum.at(banned, rows, log_probs[rows, tokens])
+            log_probs[rows, tokens] = -np.inf
+
     n = guard.ngram_size
     if n and length >= n:
         # rows and start positions j where history[j : j + n - 1] equals the last n - 1 tokens
@@ -95,19 +125,20 @@ def ban_repetitions(log_probs: np.ndarray, sequences: np.ndarray, length: int, g
         for offset in range(n - 1):
             match &= history[:, offset : offset + windows] == history[:, length - n + 1 + offset, None]
         rows, starts = np.nonzero(match)
-        log_probs[rows, history[rows, starts + n - 1]] = -np.inf
+        ban(rows, history[rows, starts + n - 1])
     # stretches of k tokens about to repeat at once: history[-2k+1:-k] == history[-k+1:], so the token at -k
     # would complete the copy (the decoder start token, position 0, takes no part)
     for k in range(2, min(guard.max_tandem, length // 2) + 1):
         rows = np.flatnonzero(
             (history[:, length - 2 * k + 1 : length - k] == history[:, length - k + 1 : length]).all(axis=1)
         )
-        log_probs[rows, history[rows, length - k]] = -np.inf
+        ban(rows, history[rows, length - k])
     run = guard.max_run
     if run and length >= run:
         last = history[:, length - 1]
         rows = np.flatnonzero((history[:, length - run :] == last[:, None]).all(axis=1))
-        log_probs[rows, last[rows]] = -np.inf
+        ban(rows, last[rows])
+    return banned
 
 
 def _restrict(log_probs: np.ndarray, spec: ModelSpec, generated: int, min_new_tokens: int) -> None:
@@ -134,7 +165,12 @@ def content_ids(tokens: np.ndarray, spec: ModelSpec) -> list[int]:
     return ids
 
 
-def greedy_search(
+def greedy_search(*args: Any, **kwargs: Any) -> list[list[int]]:
+    """The output ids of ``greedy_hypotheses`` (same arguments)."""
+    return [hypothesis.ids for hypothesis in greedy_hypotheses(*args, **kwargs)]
+
+
+def greedy_hypotheses(
     model: StepModel,
     input_ids: np.ndarray,
     attention_mask: np.ndarray,
@@ -142,7 +178,7 @@ def greedy_search(
     *,
     repetition_guard: bool | RepetitionGuard = False,
     min_new_tokens: int = 0,
-) -> list[list[int]]:
+) -> list[Hypothesis]:
     """The most probable token at every step, for each row of the padded source batch.
 
     Rows that produce ``</s>`` leave the batch (their caches are dropped), so the remaining steps only compute
@@ -159,26 +195,34 @@ def greedy_search(
     # decoder start token, then at most max_new_tokens - 1 tokens (the forced </s> is never stored)
     sequences = np.full((batch, max_new_tokens), spec.pad_id, dtype=np.int64)
     sequences[:, 0] = spec.decoder_start_id
-    results: list[list[int]] = [[] for _ in range(batch)]
+    sums = np.zeros(batch, dtype=np.float64)  # per row still decoding: its chosen tokens' log-probabilities
+    fired = np.zeros(batch, dtype=bool)
+    results: list[Hypothesis] = [Hypothesis([]) for _ in range(batch)]
     for step in range(max_new_tokens - 1):
         log_probs, past = model.step(sequences[:, step : step + 1], mask, past, cross)
         _restrict(log_probs, spec, step, min_new_tokens)
-        if guard is not None:
-            ban_repetitions(log_probs, sequences, step + 1, guard)
+        banned = ban_repetitions(log_probs, sequences, step + 1, guard) if guard is not None else None
         next_tokens = log_probs.argmax(axis=1)
+        chosen = log_probs[np.arange(next_tokens.size), next_tokens]
+        sums += chosen
+        if banned is not None:
+            fired |= banned > chosen
         sequences[:, step + 1] = next_tokens
         finished = next_tokens == spec.eos_id
         if finished.any():
             for row in np.flatnonzero(finished):
-                results[rows[row]] = sequences[row, 1 : step + 1].tolist()
+                ids = sequences[row, 1 : step + 1].tolist()
+                results[rows[row]] = Hypothesis(ids, float(sums[row]), step + 1, bool(fired[row]))
             keep = np.flatnonzero(~finished)
             if keep.size == 0:
                 return results
-            rows, sequences, mask = rows[keep], sequences[keep], mask[keep]
+            rows, sequences, mask, sums, fired = rows[keep], sequences[keep], mask[keep], sums[keep], fired[keep]
             past = [array[keep] for array in past]
             cross = [array[keep] for array in cross]
-    for position, original in enumerate(rows.tolist()):
-        results[original] = sequences[position, 1:].tolist()
+    for position, original in enumerate(rows.tolist()):  # at the length limit: the forced </s> scores 0
+        results[original] = Hypothesis(
+            sequences[position, 1:].tolist(), float(sums[position]), max_new_tokens, bool(fired[position])
+        )
     return results
 
 
@@ -241,7 +285,12 @@ def take_slots(array: np.ndarray, indices: np.ndarray) -> np.ndarray:
     return np.take_along_axis(array, expanded, axis=1)
 
 
-def beam_search(
+def beam_search(*args: Any, **kwargs: Any) -> list[list[int]]:
+    """The output ids of ``beam_hypotheses`` (same arguments)."""
+    return [hypothesis.ids for hypothesis in beam_hypotheses(*args, **kwargs)]
+
+
+def beam_hypotheses(
     model: StepModel,
     input_ids: np.ndarray,
     attention_mask: np.ndarray,
@@ -251,7 +300,7 @@ def beam_search(
     length_penalty: float = 1.0,
     repetition_guard: bool | RepetitionGuard = True,
     min_new_tokens: int = 0,
-) -> list[list[int]]:
+) -> list[Hypothesis]:
     """The best of ``beam_size`` hypotheses per source row, scored ``sum(log p) / length ** length_penalty``.
 
     Follows transformers' beam search step for step: each step keeps the ``2 * beam_size`` best continuations
@@ -264,7 +313,7 @@ def beam_search(
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1; got {beam_size}")
     if beam_size == 1:
-        return greedy_search(
+        return greedy_hypotheses(
             model,
             input_ids,
             attention_mask,
@@ -293,9 +342,16 @@ def beam_search(
     finished = running.copy()
     finished_scores = np.full((batch, beams), EXCLUDED, dtype=np.float32)
     is_finished = np.zeros((batch, beams), dtype=bool)
+    finished_sums = np.zeros((batch, beams), dtype=np.float32)  # sum of log-probabilities (scores: normalized)
+    finished_fired = np.zeros((batch, beams), dtype=bool)
+    running_fired = np.zeros((batch, beams), dtype=bool)
     improvable = np.ones(batch, dtype=bool)
     first_beams = np.arange(2 * beams) < beams
-    results: list[list[int]] = [[] for _ in range(batch)]
+    results: list[Hypothesis] = [Hypothesis([]) for _ in range(batch)]
+
+    def best_of(position: int) -> Hypothesis:
+        ids = content_ids(finished[position, 0, 1:], spec)
+        return Hypothesis(ids, float(finished_sums[position, 0]), len(ids) + 1, bool(finished_fired[position, 0]))
 
     length = 1  # tokens in every running hypothesis, decoder start included
     while True:
@@ -306,12 +362,12 @@ def beam_search(
             log_probs = np.full((live * beams, spec.vocab_size), -np.inf, dtype=np.float32)
             log_probs[:, spec.eos_id] = 0.0
             present = past
+            banned = None
         else:
             log_probs, present = model.step(flat[:, length - 1 : length], mask, past, cross)
             past = []  # the step's input cache: freed now, not after the reorder below has copied `present`
             _restrict(log_probs, spec, length - 1, min_new_tokens)
-            if guard is not None:
-                ban_repetitions(log_probs, flat, length, guard)
+            banned = ban_repetitions(log_probs, flat, length, guard) if guard is not None else None
         # the 2 x beams best continuations of each sentence: (log-probability + beam score), over all its beams
         vocab = log_probs.shape[1]
         columns = candidate_columns(log_probs, 2 * beams)  # [live * beams, candidates]
@@ -324,6 +380,10 @@ def beam_search(
         parents, tokens = top_ids // vocab, top_ids % vocab
         candidates = take_slots(running, parents)
         candidates[:, :, length] = tokens
+        candidates_fired = take_slots(running_fired, parents)
+        if banned is not None:  # the guard banned a token its parent preferred to this one
+            parent_flat = np.arange(live)[:, None] * beams + parents
+            candidates_fired = candidates_fired | (banned[parent_flat] > log_probs[parent_flat, tokens])
         ends = (tokens == spec.eos_id) | last_step
 
         # the best candidates that do not end continue
@@ -331,6 +391,7 @@ def beam_search(
         chosen = top_k(continuing, beams)
         running = take_slots(candidates, chosen)
         running_scores = np.take_along_axis(continuing, chosen, axis=1)
+        running_fired = np.take_along_axis(candidates_fired, chosen, axis=1)
         running_parents = np.take_along_axis(parents, chosen, axis=1)
 
         # candidates among the first `beams` that end compete with the finished hypotheses
@@ -342,6 +403,8 @@ def beam_search(
         best = top_k(merged_scores, beams)
         finished = take_slots(np.concatenate([finished, candidates], axis=1), best)
         finished_scores = np.take_along_axis(merged_scores, best, axis=1)
+        finished_sums = np.take_along_axis(np.concatenate([finished_sums, top_scores], axis=1), best, axis=1)
+        finished_fired = np.take_along_axis(np.concatenate([finished_fired, candidates_fired], axis=1), best, axis=1)
         is_finished = np.take_along_axis(np.concatenate([is_finished, just_finished], axis=1), best, axis=1)
 
         length += 1
@@ -357,16 +420,21 @@ def beam_search(
         del present
         if not improvable.all():
             for item in np.flatnonzero(~improvable):
-                results[items[item]] = content_ids(finished[item, 0, 1:], spec)
+                results[items[item]] = best_of(int(item))
             keep = np.flatnonzero(improvable)
             rows = (keep[:, None] * beams + np.arange(beams)).reshape(-1)
             items, running, running_scores = items[keep], running[keep], running_scores[keep]
             finished, finished_scores, is_finished = finished[keep], finished_scores[keep], is_finished[keep]
+            finished_sums, finished_fired, running_fired = (
+                finished_sums[keep],
+                finished_fired[keep],
+                running_fired[keep],
+            )
             improvable = improvable[keep]
             past = [array[rows] for array in past]
             cross = [array[rows] for array in cross]
             mask = mask[rows]
 
     for position, original in enumerate(items.tolist()):
-        results[original] = content_ids(finished[position, 0, 1:], spec)
+        results[original] = best_of(position)
     return results

@@ -23,6 +23,7 @@ from handler.errors import BundleError
 from handler.model import bundle
 from handler.model.batching import pad_batch
 from handler.model.bundle import Manifest, ModelSpec
+from handler.model.decoding import Hypothesis
 from handler.model.families import family_named
 from handler.model.families.base import Decoding, ModelFamily, SearchRequest, Tokenizer
 from handler.model.memory import release_free_heap
@@ -139,7 +140,7 @@ class LoadedModel:
 
     def search(
         self, rows: Sequence[Sequence[int]], request: SearchRequest, *, width_multiple: int = 1
-    ) -> list[list[int]]:
+    ) -> list[Hypothesis]:
         """The family's search over token-id rows, padded here (at most the model's positions wide, the width
         rounded up to ``width_multiple``): the one decoding step the service, the warm-up and the benchmarks share."""
         input_ids, attention_mask = pad_batch(

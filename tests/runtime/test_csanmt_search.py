@@ -112,9 +112,9 @@ def test_the_service_options_map_onto_modelscopes_parameters() -> None:
     assert decoding.max_length(SearchRequest(beam_size=4, max_new_tokens=300)) == 100
     model = PrefixModel({(): {0: 0.5, A: 0.4}, (A,): {0: 0.99}})
     unset = SearchRequest(beam_size=1, max_new_tokens=10, repetition_guard=False)
-    assert decoding.search(model, *SOURCE, unset) == [[]]  # alpha 0.6 from the manifest
+    assert [h.ids for h in decoding.search(model, *SOURCE, unset)] == [[]]  # alpha 0.6 from the manifest
     longer = SearchRequest(beam_size=1, max_new_tokens=10, length_penalty=2.0, repetition_guard=False)
-    assert decoding.search(model, *SOURCE, longer) == [[A]]
+    assert [h.ids for h in decoding.search(model, *SOURCE, longer)] == [[A]]
 
 
 @pytest.mark.parametrize(

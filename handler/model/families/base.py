@@ -25,7 +25,7 @@ import numpy as np
 
 from handler.model import bundle
 from handler.model.bundle import Manifest, ModelSpec
-from handler.model.decoding import RepetitionGuard, StepModel
+from handler.model.decoding import Hypothesis, RepetitionGuard, StepModel
 
 
 @dataclass(frozen=True)
@@ -111,8 +111,9 @@ class Decoding(Protocol):
 
     def search(
         self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest
-    ) -> list[list[int]]:
-        """The chosen output ids of each row of the padded source batch, without the end-of-sentence token."""
+    ) -> list[Hypothesis]:
+        """The chosen output of each row of the padded source batch: its ids (without the end-of-sentence token),
+        their summed log-probability and whether the repetition guard changed the choice."""
         ...
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from handler.errors import BundleError
 from handler.model import bundle
 from handler.model.bundle import Manifest, ModelSpec
-from handler.model.decoding import DEFAULT_GUARD, RepetitionGuard, StepModel
+from handler.model.decoding import DEFAULT_GUARD, Hypothesis, RepetitionGuard, StepModel
 from handler.model.families.base import GraphContract, SearchRequest, Tokenizer, cross_attention_names
 from handler.model.families.csanmt.beam_search import EOS_ID, csanmt_beam_search
 
@@ -120,7 +120,7 @@ class CsanmtDecoding:
 
     def search(
         self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest
-    ) -> list[list[int]]:
+    ) -> list[Hypothesis]:
         alpha = self.settings.alpha if request.length_penalty is None else request.length_penalty
         guard: RepetitionGuard | None
         if isinstance(request.repetition_guard, RepetitionGuard):
@@ -137,7 +137,7 @@ class CsanmtDecoding:
             repetition_guard=guard,
             min_length=request.min_new_tokens,
         )
-        return result.best
+        return result.best_hypotheses()
 
 
 class CsanmtFamily:

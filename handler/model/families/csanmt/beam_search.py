@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from handler.model.decoding import (
+    Hypothesis,
     RepetitionGuard,
     StepModel,
     ban_repetitions,
@@ -63,10 +64,23 @@ class CsanmtSearchResult:
 
     beams: list[list[list[int]]]
     scores: np.ndarray  # float32 [rows, beam_size]
+    # per row, beam 0's sum of log-probabilities (score x lp(tokens scored)), tokens scored (the end-of-sentence
+    # id included when it ended) and whether the repetition guard changed a choice on its path
+    best_sums: tuple[float, ...] = ()
+    best_scored: tuple[int, ...] = ()
+    best_fired: tuple[bool, ...] = ()
 
     @property
     def best(self) -> list[list[int]]:
         return [beams[0] for beams in self.beams]
+
+    def best_hypotheses(self) -> list[Hypothesis]:
+        return [
+            Hypothesis(beams[0], sums, scored, fired)
+            for beams, sums, scored, fired in zip(
+                self.beams, self.best_sums, self.best_scored, self.best_fired, strict=True
+            )
+        ]
 
 
 def _cut(tokens: np.ndarray) -> list[int]:
@@ -114,14 +128,18 @@ def csanmt_beam_search(
     fin_flags = np.zeros((batch, beams), dtype=bool)
     fin_seqs = np.zeros((batch, beams, 0), dtype=np.int64)
     fin_scores = np.full((batch, beams), LOWEST, dtype=np.float32)
-    results: list[tuple[np.ndarray, np.ndarray]] = [(fin_seqs[0], fin_scores[0])] * batch if batch else []
+    alive_fired = np.zeros((batch, beams), dtype=bool)  # the guard changed a choice on this hypothesis' path
+    fin_fired = np.zeros((batch, beams), dtype=bool)
+    results: list[tuple[np.ndarray, np.ndarray, bool, bool]] = (
+        [(fin_seqs[0], fin_scores[0], False, False)] * batch if batch else []
+    )
 
     def finish(positions: np.ndarray) -> None:
         for position in positions.tolist():
             if fin_flags[position].any():
-                results[items[position]] = (fin_seqs[position], fin_scores[position])
+                results[items[position]] = (fin_seqs[position], fin_scores[position], True, fin_fired[position, 0])
             else:
-                results[items[position]] = (seqs[position], alive_scores[position])
+                results[items[position]] = (seqs[position], alive_scores[position], False, alive_fired[position, 0])
 
     with np.errstate(over="ignore"):  # float32's lowest plus a negative score is -inf, as in TensorFlow
         for time in range(max_length):
@@ -137,6 +155,7 @@ def csanmt_beam_search(
                 rows = (keep[:, None] * beams + np.arange(beams)).reshape(-1)
                 items, seqs, log_probs, alive_scores = items[keep], seqs[keep], log_probs[keep], alive_scores[keep]
                 fin_flags, fin_seqs, fin_scores = fin_flags[keep], fin_seqs[keep], fin_scores[keep]
+                alive_fired, fin_fired = alive_fired[keep], fin_fired[keep]
                 past = [array[rows] for array in past]
                 cross = [array[rows] for array in cross]
                 mask = mask[rows]
@@ -148,8 +167,11 @@ def csanmt_beam_search(
             step_log_probs = np.asarray(step_log_probs, dtype=np.float32)  # the session's own buffer, changed in place
             if time < min_length:
                 step_log_probs[:, EOS_ID] = -np.inf
-            if repetition_guard is not None:
+            banned = (
                 ban_repetitions(step_log_probs, flat_seqs, time, repetition_guard)
+                if repetition_guard is not None
+                else None
+            )
             vocab = step_log_probs.shape[1]
             penalty = gnmt_length_penalty(time + 1, alpha)
             scores = (log_probs.reshape(-1, 1) + step_log_probs) / penalty  # [live * beams, vocab]
@@ -162,12 +184,17 @@ def csanmt_beam_search(
             beam_indices, symbols = top_indices // vocab, top_indices % vocab
             candidate_seqs = np.concatenate([take_slots(seqs, beam_indices), symbols[:, :, None]], axis=2)
             flags = symbols == EOS_ID
+            candidate_fired = take_slots(alive_fired, beam_indices)
+            if banned is not None:  # the guard banned a token the parent preferred to this one
+                parent_flat = np.arange(live)[:, None] * beams + beam_indices
+                candidate_fired = candidate_fired | (banned[parent_flat] > step_log_probs[parent_flat, symbols])
 
             # the best candidates that do not end continue
             suppressed = top_scores + flags.astype(np.float32) * LOWEST
             alive = _stable_top(suppressed, beams)
             alive_scores = np.take_along_axis(suppressed, alive, axis=1)
             alive_beams = np.take_along_axis(beam_indices, alive, axis=1)
+            alive_fired = np.take_along_axis(candidate_fired, alive, axis=1)
             seqs = take_slots(candidate_seqs, alive)
             log_probs = alive_scores * penalty
             parent_rows = (np.arange(live)[:, None] * beams + alive_beams).reshape(-1)
@@ -181,12 +208,21 @@ def csanmt_beam_search(
             chosen = _stable_top(merged_scores, beams)
             fin_scores = np.take_along_axis(merged_scores, chosen, axis=1)
             fin_flags = np.take_along_axis(merged_flags, chosen, axis=1)
+            fin_fired = np.take_along_axis(np.concatenate([fin_fired, candidate_fired], axis=1), chosen, axis=1)
             padded = np.concatenate([fin_seqs, np.zeros((live, beams, 1), dtype=np.int64)], axis=2)
             fin_seqs = take_slots(np.concatenate([padded, candidate_seqs], axis=1), chosen)
         else:
             finish(np.arange(items.shape[0]))
 
+    beams_out = [[_cut(row) for row in sequences] for sequences, _, _, _ in results]
+    scored = [len(rows[0]) + int(ended) for rows, (_, _, ended, _) in zip(beams_out, results, strict=True)]
     return CsanmtSearchResult(
-        beams=[[_cut(row) for row in sequences] for sequences, _ in results],
-        scores=np.stack([np.asarray(scores, dtype=np.float32) for _, scores in results]),
+        beams=beams_out,
+        scores=np.stack([np.asarray(scores, dtype=np.float32) for _, scores, _, _ in results]),
+        best_sums=tuple(
+            float(scores[0]) * float(gnmt_length_penalty(count, alpha)) if count else 0.0
+            for (_, scores, _, _), count in zip(results, scored, strict=True)
+        ),
+        best_scored=tuple(scored),
+        best_fired=tuple(bool(fired) for _, _, _, fired in results),
     )

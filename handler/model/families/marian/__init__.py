@@ -16,7 +16,7 @@ import numpy as np
 from handler.errors import BundleError
 from handler.model import bundle
 from handler.model.bundle import Manifest, ModelSpec
-from handler.model.decoding import StepModel, beam_search, greedy_search
+from handler.model.decoding import Hypothesis, StepModel, beam_hypotheses, greedy_hypotheses
 from handler.model.families.base import GraphContract, SearchRequest, cross_attention_names
 from handler.model.families.marian.tokenizer import SentencePieceTokenizer
 
@@ -33,9 +33,9 @@ class MarianDecoding:
 
     def search(
         self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest
-    ) -> list[list[int]]:
+    ) -> list[Hypothesis]:
         if request.beam_size == 1:
-            return greedy_search(
+            return greedy_hypotheses(
                 model,
                 input_ids,
                 attention_mask,
@@ -44,7 +44,7 @@ class MarianDecoding:
                 min_new_tokens=request.min_new_tokens,
             )
         length_penalty = DEFAULT_LENGTH_PENALTY if request.length_penalty is None else request.length_penalty
-        return beam_search(
+        return beam_hypotheses(
             model,
             input_ids,
             attention_mask,
