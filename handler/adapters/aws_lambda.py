@@ -93,6 +93,9 @@ class LambdaAdapter:
         except binascii.Error as error:
             bad_body = InvalidRequestError(f"the event says the body is base64 but it is not: {error}")
             return _proxy_response(self.http.handle(_what_can_be_read(event), refused=bad_body))
+        except MalformedEventError as error:  # a field of the wrong type, named
+            malformed = InvalidRequestError(f"the {kind} event is malformed: {error}")
+            return _proxy_response(self.http.handle(_what_can_be_read(event), refused=malformed))
         except (KeyError, TypeError, AttributeError, ValueError) as error:  # a field missing or of the wrong type
             malformed = InvalidRequestError(f"the {kind} event is malformed: {type(error).__name__}: {error}")
             return _proxy_response(self.http.handle(_what_can_be_read(event), refused=malformed))
@@ -116,35 +119,83 @@ class LambdaAdapter:
         return time.monotonic() + seconds_left - config.deadline_margin_s
 
 
+class MalformedEventError(ValueError):
+    """A field of an HTTP event that is missing or of a type the platform never sends (a hand-made test event)."""
+
+
+def _kind_of(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _text_field(value: Any, name: str, *, required: bool = False) -> str | None:
+    """A string field (a number is taken as its digits, as the platform would have sent them)."""
+    if value is None and not required:
+        return None
+    if isinstance(value, str) and (value or not required):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise MalformedEventError(f"{name} must be a {'non-empty ' if required else ''}string; got {_kind_of(value)}")
+
+
+def _object_field(value: Any, name: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise MalformedEventError(f"{name} must be an object (or null); got {_kind_of(value)}")
+    return value
+
+
+def _pairs(value: Any, name: str, *, multi: bool) -> list[tuple[str, str]]:
+    """(name, value) pairs of a headers or query object; ``multi``: each value is a list of strings."""
+    pairs = []
+    for key, item in _object_field(value, name).items():
+        items = item if multi and isinstance(item, list) else [item] if not multi else None
+        if items is None:
+            raise MalformedEventError(f"{name}[{key!r}] must be a list of strings; got {_kind_of(item)}")
+        pairs += [(str(key), _text_field(one, f"{name}[{key!r}]", required=False) or "") for one in items]
+    return pairs
+
+
 # --- API Gateway REST API (payload format 1.0) --------------------------------------------------------------
 def _v1_request(event: Mapping[str, Any]) -> HttpRequest:
-    multi = event.get("multiValueHeaders") or {}
-    if multi:
-        pairs = [(name, value) for name, values in multi.items() for value in (values or [])]
+    if event.get("multiValueHeaders"):
+        pairs = _pairs(event["multiValueHeaders"], "multiValueHeaders", multi=True)
     else:
-        pairs = list((event.get("headers") or {}).items())
-    path = str(event.get("path") or "/")
-    query = event.get("multiValueQueryStringParameters") or {
-        name: [value] for name, value in (event.get("queryStringParameters") or {}).items()
-    }
+        pairs = _pairs(event.get("headers"), "headers", multi=False)
+    path = _text_field(event.get("path"), "path") or "/"
+    if event.get("multiValueQueryStringParameters"):
+        query = _pairs(event["multiValueQueryStringParameters"], "multiValueQueryStringParameters", multi=True)
+    else:
+        query = _pairs(event.get("queryStringParameters"), "queryStringParameters", multi=False)
     if query:  # the drop-in APIs read GET parameters from the query string
-        path += "?" + urlencode([(name, value) for name, values in query.items() for value in values or []])
-    return HttpRequest.create(str(event["httpMethod"]), path, pairs, _body(event), _platform_id(event))
+        try:
+            path += "?" + urlencode(query)
+        except UnicodeEncodeError:  # JSON can carry a lone surrogate ("\ud800") in a parameter
+            raise MalformedEventError(
+                "the query string parameters hold an unpaired UTF-16 surrogate; send valid Unicode text"
+            ) from None
+    method = _text_field(event.get("httpMethod"), "httpMethod", required=True) or ""
+    return HttpRequest.create(method, path, pairs, _body(event), _platform_id(event))
 
 
 # --- HTTP API (payload format 2.0) and Function URLs --------------------------------------------------------
 def _v2_request(event: Mapping[str, Any]) -> HttpRequest:
     context = event["requestContext"]
-    path = str(event.get("rawPath") or context["http"].get("path") or "/")
-    stage = context.get("stage")
+    http = context["http"]
+    path = _text_field(event.get("rawPath"), "rawPath") or _text_field(http.get("path"), "requestContext.http.path")
+    path = path or "/"
+    stage = _text_field(context.get("stage"), "requestContext.stage")
     if stage and stage != "$default":  # a named stage appears in rawPath: /prod/translate
         prefix = f"/{stage}"
         if path == prefix or path.startswith(prefix + "/"):
             path = path[len(prefix) :] or "/"
-    if event.get("rawQueryString"):  # the drop-in APIs read GET parameters from the query string
-        path += "?" + str(event["rawQueryString"])
-    headers = event.get("headers") or {}
-    return HttpRequest.create(str(context["http"]["method"]), path, headers, _body(event), _platform_id(event))
+    query = _text_field(event.get("rawQueryString"), "rawQueryString")
+    if query:  # the drop-in APIs read GET parameters from the query string
+        path += "?" + query
+    headers = _pairs(event.get("headers"), "headers", multi=False)
+    method = _text_field(http.get("method"), "requestContext.http.method", required=True) or ""
+    return HttpRequest.create(method, path, headers, _body(event), _platform_id(event))
 
 
 def _what_can_be_read(event: Mapping[str, Any]) -> HttpRequest:
@@ -187,11 +238,25 @@ def _proxy_response(response: HttpResponse) -> dict[str, Any]:
 
 def _body(event: Mapping[str, Any]) -> bytes:
     body = event.get("body")
+    encoded = event.get("isBase64Encoded", False)
+    if not isinstance(encoded, bool | None):
+        raise MalformedEventError(f"isBase64Encoded must be true or false; got {_kind_of(encoded)}")
     if body is None:
         return b""
-    if event.get("isBase64Encoded"):
-        return base64.b64decode(str(body), validate=True)
-    return str(body).encode("utf-8")
+    if not isinstance(body, str):
+        raise MalformedEventError(
+            f"body must be a string (base64 when isBase64Encoded is true) or null; got {_kind_of(body)}"
+        )
+    if encoded:
+        if not body.isascii():
+            raise binascii.Error("the body holds characters outside base64's alphabet (non-ASCII)")
+        return base64.b64decode(body, validate=True)
+    try:
+        return body.encode("utf-8")
+    except UnicodeEncodeError as error:  # JSON can carry a lone surrogate ("\ud800") in the event's body string
+        raise MalformedEventError(
+            f"body holds an unpaired UTF-16 surrogate at character {error.start:,}; send valid Unicode text"
+        ) from None
 
 
 # --- the entry point ----------------------------------------------------------------------------------------

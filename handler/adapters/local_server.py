@@ -17,7 +17,10 @@ from typing import Any
 from handler.api.access_log import configure_logging
 from handler.api.messages import UNREADABLE_PATH, HttpRequest, HttpResponse, RequestRefusedError
 from handler.api.router import HttpApi
-from handler.errors import InvalidRequestError
+from handler.errors import InvalidRequestError, RequestTooLargeError
+
+MAX_CHUNK_LINE = 1024  # a chunk-size line, extensions included
+HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 
 # the standard library server's own refusals, by status: this API's error codes
 TRANSPORT_ERROR_CODES: dict[int, str] = {
@@ -38,16 +41,54 @@ def make_server(api: HttpApi, host: str = "127.0.0.1", port: int = 8080) -> Thre
         server_version = "zh-en-translator"
 
         def _answer(self) -> None:
-            raw_length = self.headers.get("Content-Length") or "0"
-            if not raw_length.isdigit():
-                not_a_number = InvalidRequestError(f"Content-Length {raw_length!r} is not a number")
-                self._send(api.handle(self._request_read_so_far(), refused=not_a_number))
+            try:
+                body = self._body()
+            except (InvalidRequestError, RequestTooLargeError) as unreadable:  # answered unread; nothing more is read
+                self._send(api.handle(self._request_read_so_far(), refused=unreadable))
                 self.close_connection = True
                 return
-            length = int(raw_length)
-            body = self.rfile.read(length) if length > 0 else b""
             request = HttpRequest.create(self.command, self.path, self.headers.items(), body)  # query kept
             self._send(api.handle(request))
+
+        def _body(self) -> bytes:
+            """The request's body: ``Content-Length`` bytes, or the chunks of ``Transfer-Encoding: chunked``; a
+            length that is not a number, malformed chunks or a body over every route's limit are refused."""
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                return self._chunked_body()
+            raw_length = (self.headers.get("Content-Length") or "0").strip()
+            if not (raw_length.isascii() and raw_length.isdigit()):  # "²".isdigit() is true, and int("²") fails
+                raise InvalidRequestError(f"Content-Length {raw_length!r} is not a number")
+            length = int(raw_length)
+            if length > api.max_request_bytes:
+                raise RequestTooLargeError(
+                    f"the request body is {length:,} bytes (Content-Length); the limit is {api.max_request_bytes:,}"
+                )
+            return self.rfile.read(length) if length > 0 else b""
+
+        def _chunked_body(self) -> bytes:
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                line = self.rfile.readline(MAX_CHUNK_LINE + 1)
+                digits = line.split(b";", 1)[0].strip()  # a chunk size, then optional extensions
+                if len(line) > MAX_CHUNK_LINE or not digits or not all(c in HEX_DIGITS for c in digits):
+                    raise InvalidRequestError(
+                        f"a chunk of the chunked body has no size in hexadecimal: {line[:40]!r}; send chunks as "
+                        "'SIZE\\r\\nDATA\\r\\n' ending with '0\\r\\n\\r\\n', or send a Content-Length"
+                    )
+                length = int(digits, 16)
+                if length == 0:
+                    while self.rfile.readline(MAX_CHUNK_LINE + 1) not in (b"\r\n", b"\n", b""):
+                        pass  # trailer fields, ignored
+                    return b"".join(chunks)
+                size += length
+                if size > api.max_request_bytes:
+                    raise RequestTooLargeError(
+                        f"the chunked request body is over {api.max_request_bytes:,} bytes, the limit"
+                    )
+                chunks.append(self.rfile.read(length))
+                if self.rfile.readline(MAX_CHUNK_LINE + 1).strip():
+                    raise InvalidRequestError("a chunk of the chunked body is longer than its size says")
 
         def __getattr__(self, name: str) -> Any:
             if name.startswith("do_"):  # every method reaches the API, which answers 405 with Allow for others

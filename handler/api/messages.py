@@ -6,7 +6,9 @@ imports neither.
 
 from __future__ import annotations
 
+import codecs
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
@@ -23,8 +25,19 @@ from handler.errors import (
 )
 
 JSON_TYPE = "application/json"
-# a JSON body nested beyond what the parser takes (Python's recursion limit, about 1,000 levels)
-TOO_DEEP = "the JSON body is nested too deeply to read; no request of these APIs nests more than a few levels"
+# every body of every API is read by ``read_json``: UTF-8 only, finite numbers of sensible size, bounded nesting
+MAX_JSON_DEPTH = 32  # levels of arrays and objects; no request of these APIs nests more than 3
+MAX_INTEGER_DIGITS = 30  # more than any 64-bit integer; Python's own limit (4,300) has a message for programmers
+TOO_DEEP = (
+    f"the JSON body is nested too deeply to read: at most {MAX_JSON_DEPTH} levels of arrays and objects are read, "
+    "and no request of these APIs nests more than 3"
+)
+_UTF16_32_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
 
 
 @dataclass(frozen=True)
@@ -126,15 +139,103 @@ def media_type_of(content_type: str) -> tuple[str, str | None]:
     """``("application/json", "utf-8")`` from a Content-Type header; ``("", None)`` without one."""
     if not content_type:
         return "", None
+    if not content_type.isascii():  # media types and charsets are ASCII tokens; the parser fails on a lone surrogate
+        content_type = content_type.encode("ascii", "replace").decode("ascii")
     message = Message()
     message["content-type"] = content_type
     charset = message.get_param("charset")
     return message.get_content_type().lower(), charset if isinstance(charset, str) else None
 
 
+def content_encoding_problem(headers: Mapping[str, str]) -> str | None:
+    """What is wrong with a request's ``Content-Encoding`` (None when there is none, or ``identity``): the bodies are
+    read as sent, so a compressed one would otherwise be refused as JSON or text it is not."""
+    coding = headers.get("content-encoding", "").strip().lower()
+    if coding in ("", "identity"):
+        return None
+    return f"Content-Encoding {coding!r} is not accepted: send the body uncompressed, without a Content-Encoding header"
+
+
+class _Refused(Exception):
+    """A number the JSON parser met that no request of these APIs holds (raised from its hooks, caught below)."""
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise _Refused(f"the number {literal[:40]} is out of range; numbers must be finite 64-bit floats")
+    return value
+
+
+def _small_int(literal: str) -> int:
+    digits = len(literal.lstrip("-"))
+    if digits > MAX_INTEGER_DIGITS:
+        raise _Refused(
+            f"the integer {literal[:12]}... has {digits:,} digits; no number of these APIs has more than "
+            f"{MAX_INTEGER_DIGITS}"
+        )
+    return int(literal)
+
+
+def _no_constant(name: str) -> float:
+    raise _Refused(f"{name} is not a JSON number (JSON has no NaN or Infinity); give a finite number")
+
+
+def _depth(value: Any) -> int:
+    """How many levels of arrays and objects ``value`` nests (iteratively: a deep value cannot exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_JSON_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def read_json(body: bytes) -> Any:
+    """A request body as JSON, or ``InvalidRequestError`` saying what is wrong and what is allowed: UTF-8 only (a
+    UTF-8 byte-order mark is skipped, as the parser did before), no NaN or Infinity, no number beyond a 64-bit
+    float or of more than ``MAX_INTEGER_DIGITS`` digits, at most ``MAX_JSON_DEPTH`` levels of nesting."""
+    for mark, encoding in _UTF16_32_BOMS:
+        if body.startswith(mark):
+            raise InvalidRequestError(
+                f"the body is not UTF-8 encoded JSON: it begins with a {encoding} byte-order mark; send it as UTF-8"
+            )
+    if b"\x00" in body[:4]:  # no JSON text has a NUL byte among its first characters; UTF-16 and UTF-32 do
+        raise InvalidRequestError(
+            "the body is not UTF-8 encoded JSON: it has NUL bytes among its first characters, as UTF-16 or UTF-32 "
+            "text has; send it as UTF-8"
+        )
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InvalidRequestError(f"the body is not UTF-8 encoded JSON: {error}") from None
+    try:
+        payload = json.loads(text, parse_float=_finite_float, parse_int=_small_int, parse_constant=_no_constant)
+    except _Refused as refused:
+        raise InvalidRequestError(f"the body is not valid JSON: {refused}") from None
+    except RecursionError:  # the parser's own limit, not a fault of the server
+        raise InvalidRequestError(TOO_DEEP) from None
+    except ValueError as error:
+        raise InvalidRequestError(f"the body is not valid JSON: {error}") from None
+    if _depth(payload) > MAX_JSON_DEPTH:
+        raise InvalidRequestError(TOO_DEEP)
+    return payload
+
+
 # --- responses --------------------------------------------------------------------------------------------
+def encode_json(payload: Any) -> bytes:
+    """UTF-8 JSON. A lone surrogate a request carried into a message (JSON allows "\\ud800" in a key or a path) is
+    written as its escape, so an error that quotes it cannot fail to encode."""
+    return json.dumps(payload, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
 def json_response(status: int, payload: Mapping[str, Any]) -> HttpResponse:
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    body = encode_json(payload)
     return HttpResponse(status, {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"}, body)
 
 

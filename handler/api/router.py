@@ -7,8 +7,6 @@ An adapter turns its platform's request into an ``HttpRequest``, calls ``HttpApi
                      ``format``, ``glossary``, ...) → ``{"translation": "..."}`` or ``{"translations": [...]}``
                      with ``model``, ``bundle_hash`` and ``elapsed_ms``; ``"spans": true`` adds ``spans``, each
                      translation's protected spans and glossary hits (``kind``, ``source``, ``target``).
-                     ``"scores": true`` adds ``scores``: each translation's segments with their source and English
-                     offsets, a confidence (0..1), ``low_confidence``, ``reasons`` and flags (``handler.api.scores``).
 ``GET /``            the two-pane web page (``handler.api.page``) with the limits injected.
 ``GET /healthz``     model name, bundle hash, warm state, cold-start timings, limits and whether an API key is
                      required (503 while unavailable).
@@ -41,13 +39,13 @@ from handler.api.access_log import (
     logged_body,
     request_id_for,
 )
+from handler.api.compat import MAX_BODY_BYTES as COMPAT_MAX_BODY_BYTES
 from handler.api.compat import CompatApis
 from handler.api.keys import ApiKeys, presented_key
 from handler.api.messages import (
     INTERNAL_ERROR_MESSAGE,
     JSON_TYPE,
     STATUS_BY_ERROR,
-    TOO_DEEP,
     UNREADABLE_PATH,
     HttpError,
     HttpRequest,
@@ -56,15 +54,16 @@ from handler.api.messages import (
     NotFoundError,
     RequestRefusedError,
     UnsupportedMediaTypeError,
+    content_encoding_problem,
     error_response,
     json_response,
     media_type_of,
+    read_json,
     response_for_error,
     status_for,
 )
 from handler.api.openapi import build_document
 from handler.api.page import PAGE_SECURITY_HEADERS, page_security_policy, render_page
-from handler.api.scores import SCORES_FIELD, segments_json
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS
 from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError, UnauthorizedError
@@ -107,6 +106,7 @@ SECURITY_HEADERS: dict[str, str] = {
     "Referrer-Policy": "no-referrer",
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
 }
+READ_MARGIN_BYTES = 1024 * 1024  # read beyond the largest body limit (see HttpApi.max_request_bytes)
 HSTS = "max-age=31536000"  # only on requests that arrived over HTTPS (X-Forwarded-Proto: https)
 
 
@@ -128,6 +128,9 @@ class HttpApi:
         # JSON escapes a character in at most 12 bytes (an emoji: "\ud83d\ude00"); the margin covers keys, options
         # and a batch
         self.max_body_bytes = 12 * self.config.max_chars + 64 * self.config.max_texts + 65_536
+        # an adapter that reads bodies itself refuses a longer one unread (413): the largest limit of any route plus
+        # a margin, so that each API refuses a body just over its own limit itself, in its own error shape
+        self.max_request_bytes = max(self.max_body_bytes, COMPAT_MAX_BODY_BYTES) + READ_MARGIN_BYTES
 
     # --- entry point --------------------------------------------------------------------------------------
     def handle(self, request: HttpRequest, refused: TranslatorError | HttpError | None = None) -> HttpResponse:
@@ -260,14 +263,10 @@ class HttpApi:
             result = {"translations": [detail.text for detail in details]}
             if with_spans:
                 result[SPANS_FIELD] = [_spans_json(detail) for detail in details]
-            if options.scores:
-                result[SCORES_FIELD] = [segments_json(detail.segments) for detail in details]
         else:
             result = {"translation": details[0].text}
             if with_spans:
                 result[SPANS_FIELD] = _spans_json(details[0])
-            if options.scores:
-                result[SCORES_FIELD] = segments_json(details[0].segments)
         result.update(
             model=self._model,
             bundle_hash=self._bundle_hash,
@@ -286,19 +285,15 @@ class HttpApi:
             )
         if charset and charset.lower() not in ("utf-8", "utf8"):
             raise UnsupportedMediaTypeError(f"JSON must be UTF-8; got charset={charset}")
+        encoding_problem = content_encoding_problem(request.headers)
+        if encoding_problem:
+            raise UnsupportedMediaTypeError(encoding_problem)
         if len(request.body) > self.max_body_bytes:
             raise RequestTooLargeError(
                 f"the request body is {len(request.body):,} bytes; the limit is {self.max_body_bytes:,} bytes, "
                 f"which follows from the character limit of {self.config.max_chars:,} ({ENV_MAX_CHARS})"
             )
-        try:
-            return json.loads(request.body)
-        except UnicodeDecodeError as error:
-            raise InvalidRequestError(f"the body is not UTF-8 encoded JSON: {error}") from None
-        except ValueError as error:
-            raise InvalidRequestError(f"the body is not valid JSON: {error}") from None
-        except RecursionError:  # the parser's own limit, not a fault of the server
-            raise InvalidRequestError(TOO_DEEP) from None
+        return read_json(request.body)  # InvalidRequestError: not UTF-8, not JSON, non-finite, too deep
 
     # --- CORS ---------------------------------------------------------------------------------------------
     def _cors_headers(self, request: HttpRequest) -> dict[str, str]:
@@ -388,5 +383,3 @@ def _normalise_path(path: str) -> str:
     if len(path) > 1:
         path = path.rstrip("/")
     return path or "/"
-
-

@@ -14,6 +14,7 @@ from urllib.parse import unquote_plus
 
 from handler.errors import InvalidRequestError
 from handler.storage.object_store import ObjectRef
+from handler.text.validation import require_unicode
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +29,20 @@ def _field(record: Any, path: tuple[str, ...], where: str) -> str:
     if not isinstance(value, str) or not value:
         shown = "missing" if value is None else f"a {type(value).__name__}, not a non-empty string"
         raise InvalidRequestError(f"{where}: {'.'.join(path)} is {shown}")
+    require_unicode(value, f"{where}: {'.'.join(path)}")  # JSON can carry a lone surrogate ("\ud800")
     return value
+
+
+def _s3_key(encoded: str, where: str) -> str:
+    """An S3 event's key decoded: S3 writes keys URL-encoded (spaces as "+") from their UTF-8 bytes, so an escape
+    that does not decode to UTF-8 (``%FF``) names no object; it is refused rather than read as U+FFFD."""
+    try:
+        return unquote_plus(encoded, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidRequestError(
+            f"{where}: s3.object.key {encoded[:80]!r} has percent-escapes that are not UTF-8; S3 writes a key as its "
+            "URL-encoded UTF-8 bytes"
+        ) from None
 
 
 def s3_created_objects(event: Mapping[str, Any]) -> list[ObjectRef]:
@@ -49,7 +63,7 @@ def s3_created_objects(event: Mapping[str, Any]) -> list[ObjectRef]:
             logger.info("ignoring S3 event %s", name)
             continue
         bucket = _field(record, ("s3", "bucket", "name"), where)
-        key = unquote_plus(_field(record, ("s3", "object", "key"), where))
+        key = _s3_key(_field(record, ("s3", "object", "key"), where), where)
         objects.append(ObjectRef("s3", bucket, key))
     return objects
 

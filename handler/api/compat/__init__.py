@@ -11,10 +11,13 @@ texts) and the errors underneath are the service's (``handler.errors``). ``handl
 
 from __future__ import annotations
 
+from handler.api.compat import deepl, libretranslate
 from handler.api.compat.deepl import DeepLApi
 from handler.api.compat.libretranslate import LibreTranslateApi
 from handler.api.messages import HttpRequest, HttpResponse
 from handler.coldstart import Startup
+
+MAX_BODY_BYTES = max(deepl.MAX_BODY_BYTES, libretranslate.MAX_BODY_BYTES)  # the largest body either reads
 
 
 class CompatApis:

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 from handler.api.keys import ApiKeys, presented_key
-from handler.api.messages import JSON_TYPE, TOO_DEEP, HttpRequest, HttpResponse, media_type_of
+from handler.api.messages import (
+    JSON_TYPE,
+    HttpRequest,
+    HttpResponse,
+    content_encoding_problem,
+    encode_json,
+    media_type_of,
+    read_json,
+)
 from handler.errors import InvalidRequestError, RequestTooLargeError, UnauthorizedError
 
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -50,8 +57,10 @@ class RequestFields:
             return default
         if isinstance(value, list) and self.form and len(value) == 1:
             value = value[0]
+        if isinstance(value, list) and self.form:
+            raise InvalidRequestError(f"{name!r} must be a string, given once; it is given {len(value)} times")
         if not isinstance(value, str):
-            raise InvalidRequestError(f"{name!r} must be a string")
+            raise InvalidRequestError(f"{name!r} must be a string; got a JSON {_json_kind(value)}")
         return value
 
     def __contains__(self, name: str) -> bool:
@@ -65,17 +74,15 @@ def read_fields(request: HttpRequest, max_body_bytes: int) -> RequestFields:
     values.update(_form(query))
     if len(request.body) > max_body_bytes:
         raise RequestTooLargeError(f"the request body is {len(request.body):,} bytes; the limit is {max_body_bytes:,}")
+    encoding_problem = content_encoding_problem(request.headers)
+    if encoding_problem and request.body:
+        raise InvalidRequestError(encoding_problem)
     media_type, _charset = media_type_of(request.headers.get("content-type", ""))
     body = request.body.strip()
     if media_type == JSON_TYPE or media_type.endswith("+json") or (not media_type and body[:1] == b"{"):
-        try:
-            payload = json.loads(request.body) if body else {}
-        except (UnicodeDecodeError, ValueError) as error:
-            raise InvalidRequestError(f"the body is not valid UTF-8 JSON: {error}") from None
-        except RecursionError:  # the parser's own limit, not a fault of the server
-            raise InvalidRequestError(TOO_DEEP) from None
+        payload = read_json(request.body) if body else {}  # InvalidRequestError: not UTF-8, not JSON, too deep
         if not isinstance(payload, dict):
-            raise InvalidRequestError("the JSON body must be an object")
+            raise InvalidRequestError(f"the JSON body must be an object; got a JSON {_json_kind(payload)}")
         values.update(payload)
         return RequestFields(values, form=False)
     if body and media_type not in ("", FORM_TYPE, "text/plain"):
@@ -103,7 +110,17 @@ def key_is_valid(request: HttpRequest, parameter: str | None, keys: ApiKeys) -> 
     return keys.accepts(presented_key(request.headers, parameter))
 
 
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "array" if isinstance(value, list) else "object" if isinstance(value, dict) else "string"
+
+
 def json_response(status: int, payload: Any, headers: Mapping[str, str] | None = None) -> HttpResponse:
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    body = encode_json(payload)
     all_headers = {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", **(headers or {})}
     return HttpResponse(status, all_headers, body)

@@ -19,7 +19,6 @@ the model is unavailable).
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 from urllib.parse import parse_qs
@@ -36,6 +35,7 @@ from handler.api.compat.fields import (
     read_fields,
 )
 from handler.api.keys import ApiKeys
+from handler.api.messages import read_json
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import InvalidRequestError, TranslatorError
@@ -85,13 +85,14 @@ class LibreTranslateApi:
             return False
         content_type = request.headers.get("content-type", "").lower()
         if content_type.startswith(FORM_TYPE):  # LibreTranslate's clients send forms; this server's API takes JSON
-            return "q" in parse_qs(request.body.decode("utf-8", "replace"), keep_blank_values=True)
+            fields = parse_qs(request.body.decode("utf-8", "replace"), keep_blank_values=True)
+            return "q" in fields or "q[]" in fields
         if "json" not in content_type:
             return False  # this server's own API explains which body it takes
         try:
-            payload = json.loads(request.body)
-        except (ValueError, RecursionError):
-            return False  # this server's own API answers malformed or too deeply nested JSON
+            payload = read_json(request.body)
+        except InvalidRequestError:  # unreadable (not UTF-8, too deep, NaN...): LibreTranslate's if it names q only
+            return b'"q"' in request.body and b'"text' not in request.body
         return isinstance(payload, dict) and "q" in payload and not any(name in payload for name in ("text", "texts"))
 
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
