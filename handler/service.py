@@ -338,7 +338,8 @@ class TranslationService:
             glossary = self.glossary.merged(options.glossary).as_dict()
             found = translate_protected(sources, model, glossary)
         else:
-            found = [Translation(text, "plain", (), (text,)) for text in (model(sources) if sources else [])]
+            outputs = model(sources) if sources else []
+            found = [Translation(text, "plain", (), (given,)) for given, text in zip(sources, outputs, strict=True)]
         results = dict(zip(sources, found, strict=True))
         translations = []
         for original, converted, markup, blocks in zip(given, texts, markups, documents, strict=True):
