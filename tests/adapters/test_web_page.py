@@ -180,3 +180,41 @@ def test_format_selector_keeps_markup(page: Any, functions_framework_url: str) -
     page.fill("#source", '<p><a href="https://example.com/x">世界</a></p>')
     expect(page.locator("#output")).to_contain_text('<a href="https://example.com/x">', timeout=60_000)
     assert page.inner_text("#output").startswith("<p><a ")
+
+
+# --- confidence -----------------------------------------------------------------------------------------------
+UNSURE_THEN_SURE = "哈哈哈哈哈哈哈哈哈哈哈哈。今天天气很好。"  # the default model loops on the first (the guard fires)
+
+
+@pytest.mark.shipped_model
+def test_unsure_sentences_are_underlined_and_hovering_shows_their_source(
+    page: Any, shipped_model_url: str, console: list[str]
+) -> None:
+    # GIVEN the shipped model WHEN a sentence it loops on and a plain one are translated
+    page.goto(shipped_model_url + "/")
+    page.fill("#source", UNSURE_THEN_SURE)
+    page.click("#translate")
+    segments = page.locator("#output .segment")
+    expect(segments).to_have_count(2, timeout=60_000)
+    # THEN the first is underlined with a tooltip that says why, the second is not
+    first, second = segments.nth(0), segments.nth(1)
+    expect(first).to_have_class(re.compile(r"\bunsure\b"))
+    assert "repetition guard" in (first.get_attribute("title") or "")
+    assert (first.get_attribute("title") or "").startswith("Check this sentence:")
+    assert "unsure" not in (second.get_attribute("class") or "")
+    assert re.fullmatch(r"confidence 0\.\d\d", second.get_attribute("title") or "")
+    # the sentences together are the whole translation
+    assert page.inner_text("#output") == first.inner_text() + " " + second.inner_text()
+    # hovering a sentence marks its source behind the text area; leaving clears it
+    first.hover()
+    expect(page.locator("#source-highlight mark")).to_have_text("哈哈哈哈哈哈哈哈哈哈哈哈。")
+    second.hover()
+    expect(page.locator("#source-highlight mark")).to_have_text("今天天气很好。")
+    page.hover("#translate")
+    expect(page.locator("#source-highlight mark")).to_have_count(0)
+    # once the text changes, the old offsets no longer apply: nothing is marked
+    page.uncheck("#live")
+    page.fill("#source", "改了。" + UNSURE_THEN_SURE)
+    second.hover()
+    expect(page.locator("#source-highlight mark")).to_have_count(0)
+    assert not [message for message in console if message.startswith(("error", "pageerror"))], console
