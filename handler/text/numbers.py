@@ -90,22 +90,30 @@ _UNIT = (
     rf"(?(sign)(?: ?(?P<sign_multiplier>{_MULTIPLIER})(?:{_CURRENCY})?| ?(?:{_CURRENCY}))?"
     rf"| ?(?:(?P<multiplier>{_MULTIPLIER})(?P<currency>{_CURRENCY})?|(?P<only_currency>{_CURRENCY})))"
 )
+# before a range: no digit, letter or hyphen (a longer string of numbers: 138-0013-8000元)
+_NOT_INSIDE_A_NUMBER = r"(?<![0-9０-９.,A-Za-z\-－])"
 # a digit before the number means we are inside a longer one; a letter, inside an identifier (v3万 is odd enough)
 _AMOUNT = re.compile(rf"(?<![0-9０-９.,A-Za-z])(?:{_SIGN})?(?P<number>{_NUMBER}){_UNIT}")
 # two numbers, one unit: 3-5万, 10～20亿美元, ¥10-20万, 1.5至2亿元 (the first number may carry its own multiplier);
-# a hyphen before the first means a longer string of numbers (138-0013-8000元)
 _AMOUNT_RANGE = re.compile(
-    rf"(?<![0-9０-９.,A-Za-z\-－])(?:{_SIGN})?(?P<low>{_NUMBER})(?: ?(?P<low_multiplier>{_MULTIPLIER}))?"
+    rf"{_NOT_INSIDE_A_NUMBER}(?:{_SIGN})?(?P<low>{_NUMBER})(?: ?(?P<low_multiplier>{_MULTIPLIER}))?"
     rf"{_separator('separator')}(?:(?P<high_sign>[¥￥$＄€£￡]) ?)?(?P<number>{_NUMBER}){_UNIT}"
 )
-# years, months, or days of one month: 2018-2030年, 2018年至2030年, 3-5月, 3月1-5日 (not 1980-1990年代: decades)
-_DATE_RANGE = re.compile(
-    rf"(?<![0-9０-９.,A-Za-z\-－])(?:"
-    rf"(?P<low_year>{_YEAR}) ?(?:年 ?)?{_separator('year_separator')}(?P<high_year>{_YEAR}) ?年(?!代)"
-    rf"|(?P<low_month>{_MONTH_OR_DAY}) ?(?:月 ?)?{_separator('month_separator')}(?P<high_month>{_MONTH_OR_DAY})"
-    rf" ?月(?! ?[0-9０-９])"
-    rf"|(?P<month>{_MONTH_OR_DAY}) ?月 ?(?P<low_day>{_MONTH_OR_DAY}) ?(?:[日号] ?)?{_separator('day_separator')}"
-    rf"(?P<high_day>{_MONTH_OR_DAY}) ?[日号])"
+# days: 3月1-5日, 2015年5月2日至5日, 5月30日至6月2日 (a year written before is the range's year)
+_DAY_RANGE = re.compile(
+    rf"{_NOT_INSIDE_A_NUMBER}(?:(?P<year>{_YEAR}) ?年 ?)?(?P<month>{_MONTH_OR_DAY}) ?月 ?(?P<low>{_MONTH_OR_DAY})"
+    rf" ?(?:[日号] ?)?{_separator('separator')}"
+    rf"(?:(?P<high_month>{_MONTH_OR_DAY}) ?月 ?)?(?P<high>{_MONTH_OR_DAY}) ?[日号]"
+)
+# months: 3-5月, 2024年4～6月 (not 3-5月1日: that is no range of months)
+_MONTH_RANGE = re.compile(
+    rf"{_NOT_INSIDE_A_NUMBER}(?:(?P<year>{_YEAR}) ?年 ?)?(?P<low>{_MONTH_OR_DAY}) ?(?:月 ?)?{_separator('separator')}"
+    rf"(?P<high>{_MONTH_OR_DAY}) ?月(?! ?[0-9０-９])"
+)
+# years: 2018-2030年, 2018年至2030年 (not 1980-1990年代: decades; not 2011年至2014年12月22日: a date ends it)
+_YEAR_RANGE = re.compile(
+    rf"{_NOT_INSIDE_A_NUMBER}(?P<low>{_YEAR}) ?(?:年 ?)?{_separator('separator')}(?P<high>{_YEAR}) ?年"
+    rf"(?!代| ?[0-9０-９]{{1,2}} ?月)"
 )
 # a space may stand between the digits and the unit, as in UN documents ("2020 年 1 月 15 日")
 _DATE = re.compile(
@@ -151,24 +159,38 @@ def _find_amount(match: re.Match[str]) -> tuple[str, tuple[str, ...]]:
     return english, _amount_alternatives(english)
 
 
-def _find_date_range(match: re.Match[str]) -> tuple[str, tuple[str, ...]] | None:
-    joiner = RANGE_SEPARATORS[
-        match.group("year_separator") or match.group("month_separator") or match.group("day_separator")
-    ]
-    if match.group("low_year"):
-        english = f"{_digits(match.group('low_year'))}{joiner}{_digits(match.group('high_year'))}"
-        return english, _range_alternatives(english, joiner)
-    if match.group("low_month"):
-        low, high = _month(match.group("low_month")), _month(match.group("high_month"))
-        if low is None or high is None:
-            return None
-        english = f"{low}{joiner}{high}"
-        return english, _range_alternatives(english, joiner)
-    month, low_day, high_day = _month(match.group("month")), _day(match.group("low_day")), _day(match.group("high_day"))
-    if month is None or low_day is None or high_day is None:
+def _find_day_range(match: re.Match[str]) -> tuple[str, tuple[str, ...]] | None:
+    month, low, high = _month(match.group("month")), _day(match.group("low")), _day(match.group("high"))
+    high_month = _month(match.group("high_month")) if match.group("high_month") else month
+    if month is None or high_month is None or low is None or high is None:
         return None
-    english = f"{month} {low_day}{joiner}{high_day}"
-    return english, (*_range_alternatives(english, joiner), f"{low_day}{joiner}{high_day} {month}")
+    joiner = RANGE_SEPARATORS[match.group("separator")]
+    year = f" {_digits(match.group('year'))}" if match.group("year") else ""
+    if high_month == month:
+        english, day_first = f"{month} {low}{joiner}{high}", f"{low}{joiner}{high} {month}{year}"
+    else:
+        english, day_first = (
+            f"{month} {low}{joiner}{high_month} {high}",
+            f"{low} {month}{joiner}{high} {high_month}{year}",
+        )
+    english += f",{year}" if year else ""
+    return english, (*_range_alternatives(english, joiner), day_first)
+
+
+def _find_month_range(match: re.Match[str]) -> tuple[str, tuple[str, ...]] | None:
+    low, high = _month(match.group("low")), _month(match.group("high"))
+    if low is None or high is None:
+        return None
+    joiner = RANGE_SEPARATORS[match.group("separator")]
+    year = f" {_digits(match.group('year'))}" if match.group("year") else ""
+    english = f"{low}{joiner}{high}{year}"
+    return english, _range_alternatives(english, joiner)
+
+
+def _find_year_range(match: re.Match[str]) -> tuple[str, tuple[str, ...]]:
+    joiner = RANGE_SEPARATORS[match.group("separator")]
+    english = f"{_digits(match.group('low'))}{joiner}{_digits(match.group('high'))}"
+    return english, _range_alternatives(english, joiner)
 
 
 def _find_amount_range(match: re.Match[str]) -> tuple[str, tuple[str, ...]] | None:
@@ -312,7 +334,9 @@ def _plain(raw: str) -> str:
 
 _Finder = Callable[[re.Match[str]], "tuple[str, tuple[str, ...]] | None"]
 _FINDERS: tuple[tuple[str, re.Pattern[str], _Finder], ...] = (
-    ("date", _DATE_RANGE, _find_date_range),
+    ("date", _DAY_RANGE, _find_day_range),
+    ("date", _MONTH_RANGE, _find_month_range),
+    ("date", _YEAR_RANGE, _find_year_range),
     ("amount", _AMOUNT_RANGE, _find_amount_range),
     ("date", _DATE, _find_date),
     ("amount", _AMOUNT, _find_amount),

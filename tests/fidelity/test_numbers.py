@@ -81,6 +81,10 @@ RANGES = [
     ("3月-5月", "March-May", "date"),
     ("3月1-5日", "March 1-5", "date"),
     ("3月1日-5日", "March 1-5", "date"),
+    ("2015年5月2日至5日", "May 2 to 5, 2015", "date"),
+    ("2020 年 1 月 31 日至 3 月 15 日", "January 31 to March 15, 2020", "date"),
+    ("5月30日-6月2日", "May 30-June 2", "date"),
+    ("2024年4～6月", "April-June 2024", "date"),
     ("3-5万", "30,000-50,000", "amount"),
     ("3-5万元", "30,000-50,000 yuan", "amount"),
     ("30~50万", "300,000-500,000", "amount"),
@@ -111,6 +115,8 @@ def test_a_range_may_already_be_written_with_an_en_dash_or_to() -> None:
     assert {"30,000-50,000 yuan", "30,000–50,000 yuan"} <= set(amount.alternatives)
     [days] = find_amounts("3月1-5日")
     assert "1-5 March" in days.alternatives
+    [days] = find_amounts("2015年5月30日至6月2日")
+    assert "30 May to 2 June 2015" in days.alternatives
 
 
 @pytest.mark.parametrize(
@@ -122,6 +128,8 @@ def test_a_range_may_already_be_written_with_an_en_dash_or_to() -> None:
         ("138-0013-8000元", [("8000元", "8000 yuan")]),  # a phone-like string, not a range
         ("2018-2030", []),  # no unit: a plain number span (handler.text.spans)
         ("1980-1990年代", [("1990年", "1990")]),  # decades: not a range of years
+        # a year range cut short by a date: the year and the date
+        ("2011年至2014年12月22日", [("2011年", "2011"), ("2014年12月22日", "December 22, 2014")]),
         ("$HOME", []),
         ("USD$5", []),  # a sign inside an identifier
     ],
