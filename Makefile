@@ -27,6 +27,8 @@ CONTAINER_PACKAGES ?= buildah podman debootstrap
 PYTEST_ARGS ?=
 TRAIN_ARGS ?=
 EVAL_ARGS ?=
+CALIBRATE_ARGS ?=
+CALIBRATE_PAIRS ?= 500
 BENCH_ARGS ?=
 LOADTEST_ARGS ?=
 BROWSER_PACKAGES ?= chromium
@@ -56,9 +58,11 @@ help:
 	@echo "make lint                   ruff on the repository, mypy --strict on handler/, pip-audit of the runtime lock files"
 	@echo "make audit                  pip-audit of the runtime lock files alone (part of make lint)"
 	@echo "make model MODEL=<folder or hub id> [NAME=...] [LABEL=...] [FAMILY=csanmt] [FORCE=1] [VERIFY_ARGS=...]"
-	@echo "                            export + quantize + verify a bundle into model_artifacts/NAME"
+	@echo "                            export + quantize + verify a bundle into model_artifacts/NAME, then calibrate its"
+	@echo "                            confidence on CALIBRATE_PAIRS (500; 0 skips) dev sentences (build.calibrate)"
 	@echo "make train [TRAIN_ARGS=--finalize]   train the default model (resumes; finalize writes the checkpoint)"
-	@echo "make eval                   BLEU/chrF++ of the bundles on the dev set (data/corpus, or TRANSLATE_CORPUS_DIR)"
+	@echo "make eval                   BLEU/chrF++ of the bundles on the dev set (data/corpus, or TRANSLATE_CORPUS_DIR),"
+	@echo "                            then how well the confidence separates bad from good translations (held out)"
 	@echo "make fidelity [FIDELITY_ARGS=--dev --guards --tiny]   spans, amounts, glossary, markup kept, per class"
 	@echo "make bench [BENCH_ARGS=--quick]   this runtime beside CTranslate2 and transformers; writes docs/benchmarks.md"
 	@echo "make mutation [MODULE=handler/config.py] [SAMPLE=N]   mutmut on one module (or all: hours; docs/mutation.md)"
@@ -143,6 +147,10 @@ audit: $(DEV_STAMP)
 model: model-argument $(DEV_STAMP)
 	$(VENV)/bin/python -m build.export --model "$(MODEL)" --out "model_artifacts/$(NAME)" \
 		$(if $(LABEL),--name "$(LABEL)") $(if $(FORCE),--force) $(if $(FAMILY),--family "$(FAMILY)") $(VERIFY_ARGS)
+	@if [ "$(CALIBRATE_PAIRS)" != 0 ]; then \
+		echo "$(VENV)/bin/python -m build.calibrate --bundle model_artifacts/$(NAME) --pairs $(CALIBRATE_PAIRS) --write"; \
+		$(VENV)/bin/python -m build.calibrate --bundle "model_artifacts/$(NAME)" --pairs $(CALIBRATE_PAIRS) --write; \
+	fi
 
 model-argument:
 	@test -n "$(MODEL)" || { echo "usage: make model MODEL=<checkpoint folder or hub id> [NAME=<bundle folder>] [LABEL=<name in the manifest>] [FAMILY=marian|csanmt] [FORCE=1] [VERIFY_ARGS=\"--min-int8-top1-agreement 0.9 ...\"]"; exit 2; }
@@ -162,6 +170,7 @@ train: $(DEV_STAMP)
 
 eval: $(DEV_STAMP)
 	$(VENV)/bin/python -m build.evaluate $(EVAL_ARGS)
+	$(VENV)/bin/python -m build.calibrate $(CALIBRATE_ARGS)
 
 fidelity: $(DEV_STAMP)
 	$(VENV)/bin/python -m bench.quality.fidelity $(FIDELITY_ARGS)

@@ -114,13 +114,17 @@ def _spearman(xs: list[float], ys: list[float]) -> float:
             position = end + 1
         return result
 
-    return statistics.correlation(ranks(xs), ranks(ys)) if len(xs) > 2 else 0.0
+    try:
+        return statistics.correlation(ranks(xs), ranks(ys))
+    except statistics.StatisticsError:  # fewer than two values, or one side constant (a flat calibration)
+        return 0.0
 
 
 def separation(scored: list[Scored], calibration: Calibration) -> dict[str, Any]:
     """How well ``calibration``'s confidence and flags separate bad translations from good ones on ``scored``."""
     assessed = [(s, assess(s.score, _has_chinese(s.english), calibration)) for s in scored]
-    by_confidence = sorted(assessed, key=lambda pair: pair[1].confidence)
+    # ties (a calibration's plateaus) broken by the raw score, which the confidence follows
+    by_confidence = sorted(assessed, key=lambda pair: (pair[1].confidence, pair[0].score.mean_log_prob))
     cut = max(1, round(LOW_SHARE * len(by_confidence)))
     lowest, rest = by_confidence[:cut], by_confidence[cut:]
     flagged = [pair for pair in assessed if pair[1].low_confidence]
@@ -142,6 +146,8 @@ def separation(scored: list[Scored], calibration: Calibration) -> dict[str, Any]
         "sentences": len(assessed),
         "lowest_10pct_chrf": mean_chrf(lowest),
         "other_90pct_chrf": mean_chrf(rest),
+        "repetition_lowest_10pct": share(lowest, repeated),
+        "repetition_other_90pct": share(rest, repeated),
         "flagged": len(flagged),
         "flagged_share": round(len(flagged) / len(assessed), 4) if assessed else 0.0,
         "flagged_chrf": mean_chrf(flagged),
@@ -171,6 +177,8 @@ def report(figures: dict[str, Any]) -> str:
             f"held-out dev sentences: {f['sentences']}",
             f"  sentence chrF, lowest-confidence 10 %: {f['lowest_10pct_chrf']:.1f}   the other 90 %: "
             f"{f['other_90pct_chrf']:.1f}",
+            f"  a repetition: {100 * f['repetition_lowest_10pct']:.1f} % of the lowest 10 %, "
+            f"{100 * f['repetition_other_90pct']:.1f} % of the other 90 %",
             f"  flagged: {f['flagged']} ({100 * f['flagged_share']:.1f} %), chrF {f['flagged_chrf']:.1f} against "
             f"{f['unflagged_chrf']:.1f} unflagged",
             f"  Chinese left: {100 * f['chinese_left_flagged']:.1f} % of flagged, "

@@ -110,7 +110,8 @@ class Calibration:
 
 def fit_knots(scores: Sequence[float], qualities: Sequence[float], bins: int = 10) -> tuple[tuple[float, float], ...]:
     """Knots from dev-set pairs (score, quality 0..1): equal-count bins by score, each knot at its bin's mean
-    score and mean quality, adjacent bins pooled (pool adjacent violators) until the qualities never fall."""
+    score and mean quality, adjacent bins pooled (pool adjacent violators) until the qualities never fall; at
+    least two knots (a flat line when everything pooled, as for a random model)."""
     pairs = sorted(zip(scores, qualities, strict=True))
     if len(pairs) < 2 * bins:
         bins = max(1, len(pairs) // 2)
@@ -124,7 +125,11 @@ def fit_knots(scores: Sequence[float], qualities: Sequence[float], bins: int = 1
         while len(blocks) > 1 and blocks[-2][1] / blocks[-2][2] >= blocks[-1][1] / blocks[-1][2]:
             last = blocks.pop()
             blocks[-1] = [a + b for a, b in zip(blocks[-1], last, strict=True)]
-    return tuple((score / count, quality / count) for score, quality, count in blocks)
+    knots = tuple((score / count, quality / count) for score, quality, count in blocks)
+    if len(knots) == 1:  # everything pooled (quality never rose with the score): one flat line over the range
+        low, high = pairs[0][0], pairs[-1][0]
+        knots = ((min(low, high - 1.0), knots[0][1]), (high, knots[0][1]))
+    return knots
 
 
 def percentile(values: Sequence[float], share: float) -> float:

@@ -194,6 +194,9 @@ def read_bundle(folder: str) -> Bundle:
     return Bundle(folder, manifest["name"], manifest.get("family", "marian"))
 
 
+CALIBRATE = "CALIBRATE_PAIRS=120"  # enough for the held-out split; a tiny random model needs no more
+
+
 def build_bundles(work: Path) -> list[Bundle]:
     """``make model`` on a tiny Marian and a tiny CSANMT checkpoint: the bundles land in model_artifacts/."""
     began = time.perf_counter()
@@ -203,8 +206,8 @@ def build_bundles(work: Path) -> list[Bundle]:
     say(f"checkpoints made in {time.perf_counter() - began:.0f} s: {marian_dir} (Marian), {csanmt_dir} (CSANMT)")
     bundles = []
     for checkpoint, name, extra in (
-        (marian_dir, f"{PREFIX}-marian", [f"VERIFY_ARGS={TINY_MARIAN_VERIFY_ARGS}"]),
-        (csanmt_dir, f"{PREFIX}-csanmt", []),
+        (marian_dir, f"{PREFIX}-marian", [f"VERIFY_ARGS={TINY_MARIAN_VERIFY_ARGS}", CALIBRATE]),
+        (csanmt_dir, f"{PREFIX}-csanmt", [CALIBRATE]),
     ):
         began = time.perf_counter()
         make("model", f"MODEL={checkpoint}", f"NAME={name}", "FORCE=1", *extra)
@@ -258,6 +261,8 @@ def check_health(report: dict[str, Any], bundle: Bundle, where: str) -> None:
             f"{where}: /healthz names model {report.get('model')!r} family {report.get('family')!r}; "
             f"the baked bundle is {bundle.name!r} ({bundle.family})"
         )
+    if report.get("confidence_calibrated") is not True:  # make model calibrated it; the image must carry that
+        raise CheckFailed(f"{where}: /healthz says the confidence is not calibrated: {report!r}")
 
 
 def check_translation(status: int, body: bytes, where: str) -> str:

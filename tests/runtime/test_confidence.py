@@ -133,6 +133,13 @@ def test_knots_are_pooled_until_they_never_fall() -> None:
     assert knots[-1] == pytest.approx((-0.75, 0.575))
 
 
+def test_a_score_that_predicts_nothing_gives_a_flat_valid_calibration() -> None:
+    knots = fit_knots([-3.0, -2.0, -1.0, -0.5] * 5, [0.4, 0.3, 0.2, 0.1] * 5, bins=4)
+    assert len(knots) == 2 and knots[0][1] == knots[1][1] == pytest.approx(0.25)
+    calibration = Calibration(knots, 0.1, (0.5, 2.0))
+    assert Calibration.from_manifest(calibration.to_dict(), "m") == calibration
+
+
 def test_confidence_interpolates_between_knots_and_holds_at_the_ends() -> None:
     calibration = Calibration(((-2.0, 0.2), (-1.0, 0.4), (0.0, 0.8)), 0.3, (0.5, 2.0))
     assert calibration.calibrated
