@@ -1,9 +1,13 @@
-"""What the drop-in APIs share: reading JSON or form bodies, query strings, API keys, JSON responses."""
+"""What the drop-in APIs share: reading JSON, form-encoded and multipart bodies, query strings, API keys, JSON
+responses."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from email import errors as email_errors
+from email.message import Message
+from email.parser import BytesParser
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -20,6 +24,13 @@ from handler.api.messages import (
 from handler.errors import InvalidRequestError, RequestTooLargeError, UnauthorizedError
 
 FORM_TYPE = "application/x-www-form-urlencoded"
+MULTIPART_TYPE = "multipart/form-data"  # what a browser's FormData sends (LibreTranslate's own page does)
+_MULTIPART_BROKEN = (
+    email_errors.NoBoundaryInMultipartDefect,
+    email_errors.StartBoundaryNotFoundDefect,
+    email_errors.CloseBoundaryNotFoundDefect,
+    email_errors.MultipartInvariantViolationDefect,
+)
 
 __all__ = [
     "HttpRequest",
@@ -85,9 +96,12 @@ def read_fields(request: HttpRequest, max_body_bytes: int) -> RequestFields:
             raise InvalidRequestError(f"the JSON body must be an object; got a JSON {_json_kind(payload)}")
         values.update(payload)
         return RequestFields(values, form=False)
+    if media_type == MULTIPART_TYPE and body:
+        values.update(_multipart(request.headers.get("content-type", ""), request.body))
+        return RequestFields(values, form=True)
     if body and media_type not in ("", FORM_TYPE, "text/plain"):
         raise InvalidRequestError(
-            f"the body must be JSON ({JSON_TYPE}) or form-encoded ({FORM_TYPE}); got {media_type}"
+            f"the body must be JSON ({JSON_TYPE}) or form-encoded ({FORM_TYPE} or {MULTIPART_TYPE}); got {media_type}"
         )
     try:
         values.update(_form(request.body.decode("utf-8")))
@@ -98,11 +112,52 @@ def read_fields(request: HttpRequest, max_body_bytes: int) -> RequestFields:
 
 def _form(encoded: str) -> dict[str, Any]:
     """Form fields; a field given once is a string, a repeated one (or one named ``x[]``) a list."""
+    return _fields(parse_qs(encoded, keep_blank_values=True))
+
+
+def _fields(pairs: Mapping[str, list[str]]) -> dict[str, Any]:
+    """Each form field's values: a string when given once, a list when repeated or named ``x[]``."""
     fields: dict[str, Any] = {}
-    for name, items in parse_qs(encoded, keep_blank_values=True).items():
+    for name, items in pairs.items():
         key = name[:-2] if name.endswith("[]") else name
         fields[key] = items if len(items) > 1 or name.endswith("[]") else items[0]
     return fields
+
+
+def _multipart(content_type: str, body: bytes) -> dict[str, Any]:
+    """The text fields of a ``multipart/form-data`` body, as ``_form`` gives them; ``InvalidRequestError`` saying
+    what is wrong with a body that does not follow its boundary, a part without a name, a file or non-UTF-8 text."""
+    allowed = f"send the fields as {MULTIPART_TYPE} with the boundary its Content-Type names, or as {FORM_TYPE}"
+    header = content_type.encode("ascii", "replace")
+    message = BytesParser().parsebytes(b"Content-Type: " + header + b"\r\n\r\n" + body)
+    boundary = message.get_boundary()
+    if not boundary:
+        raise InvalidRequestError(f"the {MULTIPART_TYPE} body has no boundary in its Content-Type; {allowed}")
+    broken = [type(defect).__name__ for defect in message.defects if isinstance(defect, _MULTIPART_BROKEN)]
+    parts = message.get_payload() if message.is_multipart() else None
+    if broken or not isinstance(parts, list):
+        found = ", ".join(broken) or "no parts"
+        raise InvalidRequestError(
+            f"the {MULTIPART_TYPE} body does not follow its boundary {boundary!r} ({found}); {allowed}"
+        )
+    pairs: dict[str, list[str]] = {}
+    for index, part in enumerate(parts):
+        if not isinstance(part, Message):
+            raise InvalidRequestError(f"part {index} of the {MULTIPART_TYPE} body is not a field; {allowed}")
+        name = part.get_param("name", header="content-disposition")
+        if not isinstance(name, str) or not name:
+            raise InvalidRequestError(
+                f'part {index} of the {MULTIPART_TYPE} body has no name (Content-Disposition: form-data; name="q")'
+            )
+        if part.get_filename() is not None:
+            raise InvalidRequestError(f"the field {name!r} is a file; this API translates text fields, not files")
+        payload = part.get_payload(decode=True)
+        try:
+            text = payload.decode("utf-8") if isinstance(payload, bytes) else ""
+        except UnicodeDecodeError:
+            raise InvalidRequestError(f"the field {name!r} of the {MULTIPART_TYPE} body is not UTF-8") from None
+        pairs.setdefault(name, []).append(text)
+    return _fields(pairs)
 
 
 def key_is_valid(request: HttpRequest, parameter: str | None, keys: ApiKeys) -> bool:

@@ -25,6 +25,7 @@ from urllib.parse import parse_qs
 
 from handler.api.compat.fields import (
     FORM_TYPE,
+    MULTIPART_TYPE,
     ApiStatus,
     HttpRequest,
     HttpResponse,
@@ -87,6 +88,8 @@ class LibreTranslateApi:
         if content_type.startswith(FORM_TYPE):  # LibreTranslate's clients send forms; this server's API takes JSON
             fields = parse_qs(request.body.decode("utf-8", "replace"), keep_blank_values=True)
             return "q" in fields or "q[]" in fields
+        if content_type.startswith(MULTIPART_TYPE):  # a browser's FormData, as LibreTranslate's page sends
+            return True
         if "json" not in content_type:
             return False  # this server's own API explains which body it takes
         try:
