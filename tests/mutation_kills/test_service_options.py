@@ -8,7 +8,9 @@ from handler.errors import InvalidRequestError
 from handler.service import TranslateOptions
 from handler.text.glossary import Glossary
 
-ALLOWED = "beam_size, length_penalty, max_length_ratio, repetition_guard, format, glossary, protect_spans, source"
+ALLOWED = (
+    "beam_size, length_penalty, max_length_ratio, repetition_guard, format, glossary, protect_spans, source, scores"
+)
 
 
 @pytest.mark.parametrize(

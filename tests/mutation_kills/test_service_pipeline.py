@@ -70,6 +70,7 @@ def test_info_names_the_bundle_its_threads_and_the_default_beam() -> None:
         "format_version": manifest.format_version,
         "threads": 1,
         "default_beam_size": 2,
+        "confidence_calibrated": True,  # the shipped manifest carries its calibration (build.calibrate)
         "timings": shipped_model().timings,
     }
     assert re.fullmatch(r"[0-9a-f]{16}", str(info["bundle_hash"]))
@@ -180,7 +181,7 @@ def test_option_values_are_shown_as_sent() -> None:
         TranslateOptions.from_mapping(["beam_size"])  # type: ignore[arg-type]
     assert str(caught.value) == (
         "options must be an object with the keys beam_size, length_penalty, max_length_ratio, repetition_guard, "
-        "format, glossary, protect_spans, source"
+        "format, glossary, protect_spans, source, scores"
     )
 
 
