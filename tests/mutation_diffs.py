@@ -18,10 +18,11 @@ from mutmut.mutation.file_mutation import mutate_file_contents
 
 def _functions(source: str) -> dict[str, str]:
     tree = ast.parse(source)
+    lines = source.splitlines()  # sliced by line numbers: ast.get_source_segment re-splits the source per call
     found: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found.setdefault(node.name, ast.get_source_segment(source, node) or "")
+            found.setdefault(node.name, "\n".join(lines[node.lineno - 1 : node.end_lineno]))
     return found
 
 

@@ -44,6 +44,7 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
     "handler/text/parts.py": ["tests/runtime_text/test_bulk_plan.py"],
     "handler/storage/retry.py": ["tests/mutation_kills/test_retry.py"],
     "handler/api/keys.py": ["tests/mutation_kills/test_api_keys.py"],
+    "handler/storage/bulk.py": ["tests/mutation_kills/test_bulk.py"],
 }
 
 

@@ -257,6 +257,48 @@ EQUIVALENT: dict[str, str] = {
         "whatever its digest matched"
     ),
     "handler.api.keys.x__digest__mutmut_7": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    # --- handler/storage/bulk.py
+    "handler.storage.bulk.x_job_id__mutmut_9": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.storage.bulk.x_job_id__mutmut_10": (
+        'the field separator b"\\0" -> b"XX\\0XX": still a separator no field holds (str(ObjectRef), a hex '
+        "digest, a bundle hash, a number), so the ids stay distinct; only their values change, and nothing "
+        "compares them with a value computed elsewhere"
+    ),
+    "handler.storage.bulk.x__sha256__mutmut_4": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.storage.bulk.x__json_bytes__mutmut_3": "ensure_ascii=False -> None: json.dumps only tests it for truth",
+    "handler.storage.bulk.x__json_bytes__mutmut_9": (
+        "indent=1 -> indent=2: the manifest is read back as JSON; the indentation width is presentation only"
+    ),
+    "handler.storage.bulk.x__json_bytes__mutmut_11": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.storage.bulk.x__fan_out__mutmut_52": (
+        "size = 0 -> 1 for a refused upload: part_chars is 0 (then the branch is skipped) or at least 1000 "
+        "(RuntimeConfig), so a size of 1 never fans out either"
+    ),
+    "handler.storage.bulk.x_start_job__mutmut_18": (
+        'info.get("bundle_hash", "") default changed: TranslationService.info() always holds "bundle_hash"'
+    ),
+    "handler.storage.bulk.x_start_job__mutmut_20": 'as above: info() always holds "bundle_hash"',
+    "handler.storage.bulk.x_start_job__mutmut_23": 'as above: info() always holds "bundle_hash"',
+    "handler.storage.bulk.x_start_job__mutmut_152": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.storage.bulk.x_translate_part__mutmut_35": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.storage.bulk.x_translate_part__mutmut_60": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.storage.bulk.x_assemble__mutmut_20": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.storage.bulk.x_assemble__mutmut_28": '"utf-8" -> "UTF-8": codec names are case-insensitive',
+    "handler.storage.bulk.x_assemble__mutmut_49": (
+        'quote(bucket, safe="") -> default safe="/": bucket names cannot hold "/" (S3 and Cloud Storage rules)'
+    ),
+    "handler.storage.bulk.x_assemble__mutmut_52": (
+        'quote(bucket, safe="") -> safe="XXXX": letters are never escaped, so the result is the same'
+    ),
+    "handler.storage.bulk.x_assemble__mutmut_56": (
+        'quote(key, safe="/") -> quote(key): "/" is already quote\'s default safe character'
+    ),
+    "handler.storage.bulk.x_assemble__mutmut_59": (
+        'quote(key, safe="/") -> safe="XX/XX": letters are never escaped, so the result is the same'
+    ),
+    "handler.storage.bulk.x_assemble__mutmut_72": (
+        'quote(model, safe="") -> safe="XXXX": letters are never escaped, so the result is the same'
+    ),
 }
 
 
