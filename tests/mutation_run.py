@@ -45,6 +45,10 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
     "handler/storage/retry.py": ["tests/mutation_kills/test_retry.py"],
     "handler/api/keys.py": ["tests/mutation_kills/test_api_keys.py"],
     "handler/storage/bulk.py": ["tests/mutation_kills/test_bulk.py"],
+    "handler/text/script_conversion.py": [
+        "tests/mutation_kills/test_script_conversion.py",
+        "tests/runtime_text/test_script_conversion.py",
+    ],
 }
 
 
