@@ -43,7 +43,7 @@ from handler.text.cleaning import clean_translation
 from handler.text.glossary import Glossary, deployment_glossary
 from handler.text.markup import FORMATS, parse_markup
 from handler.text.script_conversion import AUTO, canonical_variant, default_converter
-from handler.text.segmentation import Document, split_document
+from handler.text.segmentation import Document, one_line, split_document
 from handler.text.spans import ProtectedSpan, SpanKind, Translation, has_chinese, translate_protected
 from handler.text.validation import require_unicode
 
@@ -354,9 +354,10 @@ class TranslationService:
             output = markup.rebuild(english)
             segments: tuple[ScoredSegment, ...] = ()
             if options.scores:
-                # offsets into the text as given, where the script conversion kept its length (it nearly always does)
-                located = original if len(original) == len(converted) else ""
-                segments = self._scored_segments(blocks, results, scored, located, converted, output)
+                # source offsets hold for the text as given where the script conversion kept its length (it nearly
+                # always does: one character for one); otherwise they are left out
+                same_length = len(original) == len(converted)
+                segments = self._scored_segments(blocks, results, scored, converted if same_length else None, output)
             translations.append(TextTranslation(output, spans, segments))
         if progress is not None:
             progress(total, total)
@@ -367,10 +368,11 @@ class TranslationService:
         blocks: Sequence[Document],
         results: Mapping[str, Translation],
         scored: Mapping[str, SegmentModelScore],
-        original: str,
-        converted: str,
+        source: str | None,
         output: str,
     ) -> tuple[ScoredSegment, ...]:
+        """Each segment of one text with its assessment, located in order in ``source`` (None: not located) and in
+        ``output`` (each at or after the previous one's end, so a repeated sentence is found at its own place)."""
         segments = []
         source_at = output_at = 0
         for document in blocks:
@@ -386,8 +388,8 @@ class TranslationService:
                     if model_scores
                     else None
                 )
-                english = " ".join(result.text.split())
-                source_span = locate(converted, text, source_at) if original else None
+                english = one_line(result.text)
+                source_span = locate(source, text, source_at) if source is not None else None
                 source_at = source_span[1] if source_span else source_at
                 output_span = locate(output, english, output_at)
                 output_at = output_span[1] if output_span else output_at

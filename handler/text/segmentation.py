@@ -102,7 +102,7 @@ class Document:
             inside_word = index > 0 and not gap and _is_run_char(self.source[previous_end - 1])
             inside_word = inside_word and _is_run_char(self.source[segment.start])
             previous_end = segment.end
-            text = _ONE_LINE.sub(" ", translation).strip()
+            text = one_line(translation)
             if not text:
                 continue
             if line_has_text and not inside_word:  # a word or URL longer than the budget was cut: no space
@@ -111,6 +111,12 @@ class Document:
             line_has_text = True
         parts.append(self.source[previous_end:])
         return "".join(parts)
+
+
+def one_line(translation: str) -> str:
+    """A segment's translation as ``Document.join`` writes it: line breaks (with the whitespace around them) as
+    single spaces, the ends stripped, other whitespace kept."""
+    return _ONE_LINE.sub(" ", translation).strip()
 
 
 def split_document(text: str, count_tokens: CountTokens, max_tokens: int) -> Document:

@@ -86,3 +86,15 @@ def test_scores_must_be_a_boolean() -> None:
 
     with pytest.raises(InvalidRequestError, match='scores must be true or false; got "yes"'):
         TranslateOptions.from_mapping({"scores": "yes"})
+
+
+@needs_shipped_bundle
+def test_a_translation_keeping_double_spaces_is_still_located() -> None:
+    # protected code keeps its inner whitespace byte for byte; the English offsets must still be found
+    text = "请运行 `ls  -la` 命令。"
+    [detail] = shipped_service().translate_detailed([text], TranslateOptions(scores=True))
+    [segment] = detail.segments
+    assert "`ls  -la`" in detail.text
+    assert segment.translation_span is not None
+    start, end = segment.translation_span
+    assert detail.text[start:end] == segment.translation
