@@ -49,6 +49,7 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
         "tests/mutation_kills/test_script_conversion.py",
         "tests/runtime_text/test_script_conversion.py",
     ],
+    "handler/text/glossary.py": ["tests/mutation_kills/test_glossary.py", "tests/fidelity/test_glossary.py"],
 }
 
 

@@ -299,6 +299,11 @@ EQUIVALENT: dict[str, str] = {
     "handler.storage.bulk.x_assemble__mutmut_72": (
         'quote(model, safe="") -> safe="XXXX": letters are never escaped, so the result is the same'
     ),
+    # --- handler/text/glossary.py
+    "handler.text.glossary.xǁGlossaryǁfrom_mapping__mutmut_11": (
+        "ensure_ascii=False -> None: json.dumps only tests it for truth"
+    ),
+    "handler.text.glossary.x_load_glossary__mutmut_4": '"utf-8-sig" -> "UTF-8-SIG": codec names are case-insensitive',
 }
 
 

@@ -8,7 +8,7 @@ deployment's (``TRANSLATE_GLOSSARY_FILE``, also used for file events): for a ter
 Limits: a request's glossary holds at most ``MAX_REQUEST_TERMS`` terms, a file at most ``MAX_FILE_TERMS``; a source
 term is at most ``MAX_TERM_CHARS`` characters, a target term at most ``MAX_TARGET_CHARS``; neither may be empty or
 hold a line break. A file is JSON (one object, term -> target) or TSV (``term<TAB>target`` per line; blank lines and
-lines starting with ``#`` are skipped), UTF-8.
+lines starting with ``#`` are skipped), UTF-8 with or without a byte-order mark.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class Glossary:
 def load_glossary(path: Path, variable: str) -> Glossary:
     """The glossary in ``path`` (JSON object or TSV); ``ConfigurationError`` names ``variable`` and the problem."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is dropped, either format
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigurationError(f"{variable}={path}: cannot read the glossary file ({error})") from error
     try:
@@ -124,7 +124,7 @@ def load_glossary(path: Path, variable: str) -> Glossary:
 
 def _tsv(raw: str) -> dict[str, str]:
     terms: dict[str, str] = {}
-    for number, line in enumerate(raw.lstrip("\ufeff").splitlines(), start=1):
+    for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
         source, tab, target = line.partition("\t")
