@@ -27,6 +27,7 @@ from handler.errors import (
 JSON_TYPE = "application/json"
 # every body of every API is read by ``read_json``: UTF-8 only, finite numbers of sensible size, bounded nesting
 MAX_JSON_DEPTH = 32  # levels of arrays and objects; no request of these APIs nests more than 3
+EXACT_INTEGER_FLOAT = 2**53  # up to here a 64-bit float holds every integer exactly
 MAX_INTEGER_DIGITS = 30  # more than any 64-bit integer; Python's own limit (4,300) has a message for programmers
 TOO_DEEP = (
     f"the JSON body is nested too deeply to read: at most {MAX_JSON_DEPTH} levels of arrays and objects are read, "
@@ -160,10 +161,14 @@ class _Refused(Exception):
     """A number the JSON parser met that no request of these APIs holds (raised from its hooks, caught below)."""
 
 
-def _finite_float(literal: str) -> float:
+def _finite_float(literal: str) -> float | int:
+    """A number with a fraction or an exponent; an integral one (``5.0``, ``1e2``) is the integer it equals, as JSON
+    Schema's "integer" and every JSON client mean it (JavaScript has no other), so an integer field takes it."""
     value = float(literal)
     if not math.isfinite(value):
         raise _Refused(f"the number {literal[:40]} is out of range; numbers must be finite 64-bit floats")
+    if value.is_integer() and abs(value) <= EXACT_INTEGER_FLOAT:
+        return int(value)
     return value
 
 

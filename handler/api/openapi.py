@@ -25,6 +25,13 @@ OPENAPI_PATH = "/openapi.json"
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
 
+# what handler.text.glossary takes: a term holds a Han character (handler.text.spans), a target is not blank, and
+# neither holds a line break ("(?![\\s\\S])" ends the text: "$" would also match before a final line break)
+_NO_BREAK = "[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]*"
+_END = "(?![\\s\\S])"
+GLOSSARY_TERM_PATTERN = f"^{_NO_BREAK}[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]{_NO_BREAK}{_END}"
+GLOSSARY_TARGET_PATTERN = f"^{_NO_BREAK}\\S{_NO_BREAK}{_END}"
+
 # every code this server's own error body may carry ({"error": {"code", "message"}})
 ERROR_CODES = (
     "invalid_request",
@@ -416,8 +423,13 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
                     "character, neither side is blank or holds a line break"
                 ),
                 "maxProperties": MAX_REQUEST_TERMS,
-                "propertyNames": {"minLength": 1, "maxLength": MAX_TERM_CHARS},
-                "additionalProperties": {"type": "string", "minLength": 1, "maxLength": MAX_TARGET_CHARS},
+                "propertyNames": {"minLength": 1, "maxLength": MAX_TERM_CHARS, "pattern": GLOSSARY_TERM_PATTERN},
+                "additionalProperties": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_TARGET_CHARS,
+                    "pattern": GLOSSARY_TARGET_PATTERN,
+                },
             }
         ),
         "protect_spans": _nullable({"type": "boolean"}),

@@ -128,11 +128,17 @@ def test_a_number_no_request_holds_is_a_400(client: HttpClient, api: str, litera
 
 @pytest.mark.parametrize(
     ("value", "shown"),
-    [("2.0", r"2\.0"), ("true", "true"), ("-0", "0"), ('"4"', '"4"'), ("0.5", r"0\.5"), ("1e2", r"100\.0")],
+    [("2.5", r"2\.5"), ("true", "true"), ("-0", "0"), ("-0.0", "0"), ('"4"', '"4"'), ("1e2", "100"), ("1e300", "1e")],
 )
-def test_own_api_integers_take_no_float_boolean_or_string(client: HttpClient, value: str, shown: str) -> None:
+def test_own_api_integers_take_no_fraction_boolean_or_string(client: HttpClient, value: str, shown: str) -> None:
     reply = post(client, OWN, f', "beam_size": {value}')
-    assert_refused(reply, OWN, 400, rf"beam_size must be an integer from 1 to \d+; got {shown}$")
+    assert_refused(reply, OWN, 400, rf"beam_size must be an integer from 1 to \d+; got {shown}")
+
+
+@pytest.mark.parametrize("value", ["2", "2.0", "2e0", "0.2e1"])
+def test_an_integral_number_is_an_integer_however_written(client: HttpClient, value: str) -> None:
+    # JSON has one number type: 2.0 is the integer 2, as JSON Schema's "integer" (the description's) says
+    assert post(client, OWN, f', "beam_size": {value}').status == 200
 
 
 @pytest.mark.parametrize("value", ["2.5", "true", '"1e999"', '"many"', "4", "-1", "[1]"])
@@ -291,6 +297,11 @@ def test_multipart_fields_are_read_like_form_fields(client: HttpClient) -> None:
     libre = multipart(("q", "你好".encode()), ("source", b"zh"), ("target", b"en"))
     reply = client.call("POST", "/translate", MULTIPART, libre)
     assert reply.status == 200 and isinstance(json.loads(reply.body)["translatedText"], str), reply.body
+    # an empty FormData (only the closing boundary) has no field; a field with an empty name is a field like any other
+    empty = client.call("POST", "/v2/usage", MULTIPART, b"------formdata7MA4YWxk--\r\n")
+    assert empty.status == 200 and "character_count" in json.loads(empty.body), empty.body
+    unnamed = multipart(("", b"x"), ("text", "你好".encode()), ("target_lang", b"EN"))
+    assert client.call("POST", "/v2/translate", MULTIPART, unnamed).status == 200
 
 
 MULTIPART_BODIES = [

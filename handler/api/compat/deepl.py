@@ -1,7 +1,7 @@
 """DeepL's API (v2) on the translation service, for its clients (the official ``deepl`` library, CAT tools, apps).
 
-Routes (JSON or form-encoded bodies; GET parameters in the query string or, as the ``deepl`` client sends them, a
-form body):
+Routes (JSON, form-encoded or multipart/form-data bodies; GET parameters in the query string or, as the ``deepl``
+client sends them, a form body):
 
 ``POST /v2/translate``  ``text`` (repeated, or a JSON list), ``source_lang`` (optional: ZH, ZH-HANS, ZH-HANT),
                         ``target_lang`` (EN, EN-US, EN-GB), ``tag_handling`` ("html"; "xml" is refused), the

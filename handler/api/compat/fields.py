@@ -133,6 +133,8 @@ def _multipart(content_type: str, body: bytes) -> dict[str, Any]:
     boundary = message.get_boundary()
     if not boundary:
         raise InvalidRequestError(f"the {MULTIPART_TYPE} body has no boundary in its Content-Type; {allowed}")
+    if body.strip() == b"--" + boundary.encode("ascii", "replace") + b"--":  # no field at all (an empty FormData)
+        return {}
     broken = [type(defect).__name__ for defect in message.defects if isinstance(defect, _MULTIPART_BROKEN)]
     parts = message.get_payload() if message.is_multipart() else None
     if broken or not isinstance(parts, list):
@@ -145,7 +147,7 @@ def _multipart(content_type: str, body: bytes) -> dict[str, Any]:
         if not isinstance(part, Message):
             raise InvalidRequestError(f"part {index} of the {MULTIPART_TYPE} body is not a field; {allowed}")
         name = part.get_param("name", header="content-disposition")
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str):  # (an empty name is a field like any other, as in a form-encoded body)
             raise InvalidRequestError(
                 f'part {index} of the {MULTIPART_TYPE} body has no name (Content-Disposition: form-data; name="q")'
             )

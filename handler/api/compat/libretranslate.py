@@ -1,6 +1,7 @@
 """LibreTranslate's API on the translation service, for its clients (libretranslatepy, browser extensions, apps).
 
-Routes (as LibreTranslate serves them; JSON or form-encoded bodies, GET parameters in the query string):
+Routes (as LibreTranslate serves them; JSON, form-encoded or multipart/form-data bodies, GET parameters in the
+query string):
 
 ``POST /translate``         ``q`` (a string or a list), ``source`` ("zh", "zt", "zh-Hans", "zh-Hant", "auto", ...),
                             ``target`` ("en"), ``format`` ("text" or "html"), ``api_key``, ``alternatives``
