@@ -4,7 +4,9 @@ For trying the function without any cloud SDK; ``functions-framework --target tr
 surface the way Cloud Functions does. The standard library's own request log is replaced by the JSON access line
 of ``handler.api.access_log`` (the request line it would print holds the query string, which may hold text), and its
 own refusals (a request line it cannot parse, a header too long) are answered through ``HttpApi`` like every
-other request, so that every answer has its one access line.
+other request, so that every answer has its one access line. It reads a body itself: ``Content-Length`` bytes (ASCII
+digits, at most ``HttpApi.max_request_bytes``; a longer body is refused with 413 before it is read) or the chunks of
+``Transfer-Encoding: chunked``, which the standard library leaves to its handlers.
 """
 
 from __future__ import annotations

@@ -84,3 +84,20 @@ def test_every_operation_answers_as_described(shipped_server_url: str, tmp_path:
     print(f"schemathesis: {time.monotonic() - began:.1f} s\n{run.stdout[-1500:]}")
     assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-5000:]
     assert "26 selected / 26 total" in run.stdout and "No issues found" in run.stdout
+
+
+def test_the_description_schemathesis_runs_holds_every_drop_in_route() -> None:
+    # the run above covers what GET /openapi.json describes: each DeepL and LibreTranslate route must be in it, with
+    # every body type those APIs read, or their hostile bodies would go unfuzzed
+    from handler.api.compat import deepl, libretranslate
+    from handler.api.openapi import build_document, described_operations
+    from handler.config import RuntimeConfig
+
+    document = build_document(RuntimeConfig(bundle_dir=DEFAULT_BUNDLE_DIR))
+    served = {
+        (method, path) for api in (deepl, libretranslate) for path, methods in api.ROUTES.items() for method in methods
+    }
+    assert served <= described_operations(document)
+    for path in ("/v2/translate", "/detect", "/translate"):
+        content = document["paths"][path]["post"]["requestBody"]["content"]
+        assert {"application/json", "application/x-www-form-urlencoded"} <= set(content), path
