@@ -35,6 +35,7 @@ from handler.api.access_log import configure_logging
 from handler.api.messages import HttpRequest
 from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
+from handler.errors import InvalidRequestError, RequestTooLargeError
 from handler.storage.bulk import BulkError, handle_object_event
 from handler.storage.events import storage_object
 from handler.storage.object_store import GcsStore
@@ -59,10 +60,23 @@ class GcpAdapter:
         return self._store
 
     def handle_http(self, request: flask.Request) -> flask.Response:
-        body = request.get_data(cache=False)
-        response = self.http.handle(
-            HttpRequest.create(request.method, _path_and_query(request), request.headers.items(), body)
-        )
+        path, headers = _path_and_query(request), request.headers.items()
+        unreadable: InvalidRequestError | RequestTooLargeError | None = None
+        body = b""
+        length = request.content_length
+        if length is not None and length > self.http.max_request_bytes:  # refused before it is read
+            unreadable = RequestTooLargeError(
+                f"the request body is {length:,} bytes (Content-Length); the limit is {self.http.max_request_bytes:,}"
+            )
+        else:
+            try:
+                body = request.get_data(cache=False)
+            except Exception as error:  # the server's own reading of the body: malformed chunks, a body cut short
+                unreadable = InvalidRequestError(
+                    f"the request body could not be read ({type(error).__name__}: {error}); send it whole, with a "
+                    "Content-Length or well-formed chunks"
+                )
+        response = self.http.handle(HttpRequest.create(request.method, path, headers, body), refused=unreadable)
         return flask.Response(response=response.body, status=response.status, headers=response.headers)
 
     def handle_storage_event(self, event_type: str, data: Any) -> dict[str, str] | None:

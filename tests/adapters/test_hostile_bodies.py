@@ -398,3 +398,17 @@ def test_the_local_server_reads_a_chunked_body(local_server_url: str) -> None:
     request = b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
     status, _, body = raw_exchange(local_server_url, request + b"Transfer-Encoding: chunked\r\n\r\n" + chunked)
     assert status == 200 and "translation" in json.loads(body), body
+
+
+@pytest.mark.parametrize(
+    ("name", "rest", "status", "pattern"), TRANSPORT_CASES[2:4], ids=[c[0] for c in TRANSPORT_CASES[2:4]]
+)
+def test_functions_framework_answers_malformed_chunks_in_json(
+    functions_framework_url: str, name: str, rest: bytes, status: int, pattern: str
+) -> None:
+    # gunicorn reads the chunks; a malformed one raised out of the function (a 500 HTML page) before
+    request = b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + rest
+    got, headers, body = raw_exchange(functions_framework_url, request)
+    answer = json.loads(body)
+    assert got == 400 and re.search(r"the request body could not be read", answer["error"]["message"]), answer
+    assert headers["x-request-id"]
