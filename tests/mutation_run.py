@@ -50,6 +50,7 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
         "tests/runtime_text/test_script_conversion.py",
     ],
     "handler/text/glossary.py": ["tests/mutation_kills/test_glossary.py", "tests/fidelity/test_glossary.py"],
+    "handler/text/numbers.py": ["tests/mutation_kills/test_numbers.py", "tests/fidelity/test_numbers.py"],
 }
 
 

@@ -117,7 +117,7 @@ _YEAR_RANGE = re.compile(
 )
 # a space may stand between the digits and the unit, as in UN documents ("2020 年 1 月 15 日")
 _DATE = re.compile(
-    rf"(?<![0-9０-９.,A-Za-z])(?:(?P<year>[0-9０-９]{{4}}) ?年)?"
+    rf"(?<![0-9０-９.,A-Za-z])(?:(?P<year>[0-9０-９]{{4}}) ?年(?!代))?"  # 1990年代: the 1990s, no year
     rf"(?:(?(year) ?)(?P<month>{_INTEGER}) ?月(?: ?(?P<day>{_INTEGER}) ?[日号])?)?"
 )
 
