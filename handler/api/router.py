@@ -7,6 +7,8 @@ An adapter turns its platform's request into an ``HttpRequest``, calls ``HttpApi
                      ``format``, ``glossary``, ...) → ``{"translation": "..."}`` or ``{"translations": [...]}``
                      with ``model``, ``bundle_hash`` and ``elapsed_ms``; ``"spans": true`` adds ``spans``, each
                      translation's protected spans and glossary hits (``kind``, ``source``, ``target``).
+                     ``"scores": true`` adds ``scores``: each translation's segments with their source and English
+                     offsets, a confidence (0..1), ``low_confidence``, ``reasons`` and flags (``handler.api.scores``).
 ``GET /``            the two-pane web page (``handler.api.page``) with the limits injected.
 ``GET /healthz``     model name, bundle hash, warm state, cold-start timings, limits and whether an API key is
                      required (503 while unavailable).
@@ -64,6 +66,7 @@ from handler.api.messages import (
 )
 from handler.api.openapi import build_document
 from handler.api.page import PAGE_SECURITY_HEADERS, page_security_policy, render_page
+from handler.api.scores import SCORES_FIELD, segments_json
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS
 from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError, UnauthorizedError
@@ -263,10 +266,14 @@ class HttpApi:
             result = {"translations": [detail.text for detail in details]}
             if with_spans:
                 result[SPANS_FIELD] = [_spans_json(detail) for detail in details]
+            if options.scores:
+                result[SCORES_FIELD] = [segments_json(detail.segments) for detail in details]
         else:
             result = {"translation": details[0].text}
             if with_spans:
                 result[SPANS_FIELD] = _spans_json(details[0])
+            if options.scores:
+                result[SCORES_FIELD] = segments_json(details[0].segments)
         result.update(
             model=self._model,
             bundle_hash=self._bundle_hash,
