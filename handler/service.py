@@ -444,10 +444,10 @@ class TranslationService:
         return max(1, min(allowed, self._spec.max_positions - 1))
 
     def _decode(self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[Hypothesis]:
-        max_new_tokens = self.max_new_tokens(batch.width, options)
+        # each row's own limit, from its own length: its output never depends on the batch it is in
         request = SearchRequest(
             beam_size=beam_size,
-            max_new_tokens=max_new_tokens,
+            max_new_tokens=tuple(self.max_new_tokens(len(segments.encoded[i]), options) for i in batch.indices),
             length_penalty=options.length_penalty,
             repetition_guard=options.repetition_guard,
         )

@@ -19,6 +19,7 @@ Returned ids exclude the decoder start token and the final ``</s>``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -147,6 +148,24 @@ def _restrict(log_probs: np.ndarray, spec: ModelSpec, generated: int, min_new_to
         log_probs[:, spec.eos_id] = -np.inf
 
 
+RowLimits = int | Sequence[int] | np.ndarray  # one max_new_tokens for the batch, or one per source row
+
+
+def row_limits(max_new_tokens: RowLimits, rows: int) -> np.ndarray:
+    """``max_new_tokens`` as one limit per row (int64 [rows]).
+
+    A limit per row keeps decoding batch invariant: a row's output never depends on which other rows share its
+    batch, even when it runs to its limit (a limit set by the batch's longest source would let a short sentence
+    run on further in a batch with a long one than alone).
+    """
+    limits = np.broadcast_to(np.asarray(max_new_tokens, dtype=np.int64), (rows,)).copy()
+    if rows and limits.min() < 1:
+        raise ValueError(
+            f"max_new_tokens must be at least 1 (it counts the end-of-sentence token); got {int(limits.min())}"
+        )
+    return limits
+
+
 def _check_lengths(max_new_tokens: int, min_new_tokens: int) -> None:
     if max_new_tokens < 1:
         raise ValueError(
@@ -174,31 +193,59 @@ def greedy_hypotheses(
     model: StepModel,
     input_ids: np.ndarray,
     attention_mask: np.ndarray,
-    max_new_tokens: int,
+    max_new_tokens: RowLimits,
     *,
     repetition_guard: bool | RepetitionGuard = False,
     min_new_tokens: int = 0,
 ) -> list[Hypothesis]:
     """The most probable token at every step, for each row of the padded source batch.
 
-    Rows that produce ``</s>`` leave the batch (their caches are dropped), so the remaining steps only compute
-    unfinished rows. ``min_new_tokens`` forbids ``</s>`` before that many tokens (benchmarks force a length).
+    Rows that produce ``</s>`` or reach their limit (``max_new_tokens``: one for all rows or one per row) leave
+    the batch (their caches are dropped), so the remaining steps only compute unfinished rows. ``min_new_tokens``
+    forbids ``</s>`` before that many tokens (benchmarks force a length).
     """
-    _check_lengths(max_new_tokens, min_new_tokens)
+    batch = input_ids.shape[0]
+    limits = row_limits(max_new_tokens, batch)
+    _check_lengths(int(limits.max()) if batch else 1, min_new_tokens)
     spec = model.spec
     guard = _guard_from(repetition_guard)
-    batch = input_ids.shape[0]
+    results: list[Hypothesis] = [Hypothesis([]) for _ in range(batch)]
+    if batch == 0:
+        return results
     cross = model.encode(input_ids, attention_mask)
     past = model.empty_past(batch)
     mask = np.asarray(attention_mask, dtype=np.int64)
     rows = np.arange(batch)  # original row of each row still decoding
-    # decoder start token, then at most max_new_tokens - 1 tokens (the forced </s> is never stored)
-    sequences = np.full((batch, max_new_tokens), spec.pad_id, dtype=np.int64)
+    longest = int(limits.max())
+    # decoder start token, then at most limit - 1 tokens (the forced </s> is never stored)
+    sequences = np.full((batch, longest), spec.pad_id, dtype=np.int64)
     sequences[:, 0] = spec.decoder_start_id
     sums = np.zeros(batch, dtype=np.float64)  # per row still decoding: its chosen tokens' log-probabilities
     fired = np.zeros(batch, dtype=bool)
-    results: list[Hypothesis] = [Hypothesis([]) for _ in range(batch)]
-    for step in range(max_new_tokens - 1):
+
+    def leave(done: np.ndarray) -> bool:
+        """Drop the rows of ``done``; True when none is left."""
+        nonlocal rows, sequences, mask, sums, fired, limits, past, cross
+        keep = np.flatnonzero(~done)
+        rows, sequences, mask, sums, fired, limits = (
+            rows[keep],
+            sequences[keep],
+            mask[keep],
+            sums[keep],
+            fired[keep],
+            limits[keep],
+        )
+        past = [array[keep] for array in past]
+        cross = [array[keep] for array in cross]
+        return keep.size == 0
+
+    at_limit = limits == 1  # no token fits before the forced </s>: an empty output, scored 0
+    if at_limit.any():
+        for row in np.flatnonzero(at_limit):
+            results[rows[row]] = Hypothesis([], 0.0, 1, False)
+        if leave(at_limit):
+            return results
+    for step in range(longest - 1):
         log_probs, past = model.step(sequences[:, step : step + 1], mask, past, cross)
         _restrict(log_probs, spec, step, min_new_tokens)
         banned = ban_repetitions(log_probs, sequences, step + 1, guard) if guard is not None else None
@@ -209,20 +256,18 @@ def greedy_hypotheses(
             fired |= banned > chosen
         sequences[:, step + 1] = next_tokens
         finished = next_tokens == spec.eos_id
-        if finished.any():
+        # a row whose next step would be its forced </s> is done too (that </s> scores 0)
+        at_limit = ~finished & (limits == step + 2)
+        done = finished | at_limit
+        if done.any():
             for row in np.flatnonzero(finished):
                 ids = sequences[row, 1 : step + 1].tolist()
                 results[rows[row]] = Hypothesis(ids, float(sums[row]), step + 1, bool(fired[row]))
-            keep = np.flatnonzero(~finished)
-            if keep.size == 0:
+            for row in np.flatnonzero(at_limit):
+                ids = sequences[row, 1 : step + 2].tolist()
+                results[rows[row]] = Hypothesis(ids, float(sums[row]), step + 2, bool(fired[row]))
+            if leave(done):
                 return results
-            rows, sequences, mask, sums, fired = rows[keep], sequences[keep], mask[keep], sums[keep], fired[keep]
-            past = [array[keep] for array in past]
-            cross = [array[keep] for array in cross]
-    for position, original in enumerate(rows.tolist()):  # at the length limit: the forced </s> scores 0
-        results[original] = Hypothesis(
-            sequences[position, 1:].tolist(), float(sums[position]), max_new_tokens, bool(fired[position])
-        )
     return results
 
 
@@ -294,7 +339,7 @@ def beam_hypotheses(
     model: StepModel,
     input_ids: np.ndarray,
     attention_mask: np.ndarray,
-    max_new_tokens: int,
+    max_new_tokens: RowLimits,
     *,
     beam_size: int,
     length_penalty: float = 1.0,
@@ -308,7 +353,8 @@ def beam_hypotheses(
     compete for the sentence's ``beam_size`` finished slots, the best ``beam_size`` that do not end continue.
     A sentence is done when all its slots are full and its best running beam, divided by its current
     length ** length_penalty, cannot beat the worst finished one (``early_stopping=False``); done sentences
-    leave the batch. The length of a finished hypothesis counts its ``</s>``.
+    leave the batch. The length of a finished hypothesis counts its ``</s>``. ``max_new_tokens`` is one limit for
+    every row or one per row; a sentence at its limit takes the forced ``</s>`` and is done.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1; got {beam_size}")
@@ -321,12 +367,15 @@ def beam_hypotheses(
             repetition_guard=repetition_guard,
             min_new_tokens=min_new_tokens,
         )
-    _check_lengths(max_new_tokens, min_new_tokens)
+    batch = input_ids.shape[0]
+    item_limits = row_limits(max_new_tokens, batch)  # per sentence still searching
+    _check_lengths(int(item_limits.max()) if batch else 1, min_new_tokens)
+    if batch == 0:
+        return []
     spec = model.spec
     guard = _guard_from(repetition_guard)
     beams = beam_size
-    batch = input_ids.shape[0]
-    width = max_new_tokens + 1  # decoder start token + max_new_tokens tokens, the last one </s>
+    width = int(item_limits.max()) + 1  # decoder start token + max_new_tokens tokens, the last one </s>
 
     cross = model.encode(input_ids, attention_mask)
     expand = np.repeat(np.arange(batch), beams)
@@ -357,8 +406,8 @@ def beam_hypotheses(
     while True:
         live = items.shape[0]
         flat = running.reshape(live * beams, width)
-        last_step = length == max_new_tokens
-        if last_step:  # forced </s>: every other token is excluded, </s> adds nothing to the score
+        last_step = item_limits == length  # per sentence: this step is its forced </s>
+        if last_step.all():  # forced </s> everywhere: no model call; </s> adds nothing to the score
             log_probs = np.full((live * beams, spec.vocab_size), -np.inf, dtype=np.float32)
             log_probs[:, spec.eos_id] = 0.0
             present = past
@@ -368,6 +417,12 @@ def beam_hypotheses(
             past = []  # the step's input cache: freed now, not after the reorder below has copied `present`
             _restrict(log_probs, spec, length - 1, min_new_tokens)
             banned = ban_repetitions(log_probs, flat, length, guard) if guard is not None else None
+            if last_step.any():  # those sentences' beams take the forced </s>
+                forced = np.repeat(last_step, beams)
+                log_probs[forced] = -np.inf
+                log_probs[forced, spec.eos_id] = 0.0
+                if banned is not None:
+                    banned[forced] = -np.inf
         # the 2 x beams best continuations of each sentence: (log-probability + beam score), over all its beams
         vocab = log_probs.shape[1]
         columns = candidate_columns(log_probs, 2 * beams)  # [live * beams, candidates]
@@ -384,7 +439,7 @@ def beam_hypotheses(
         if banned is not None:  # the guard banned a token its parent preferred to this one
             parent_flat = np.arange(live)[:, None] * beams + parents
             candidates_fired = candidates_fired | (banned[parent_flat] > log_probs[parent_flat, tokens])
-        ends = (tokens == spec.eos_id) | last_step
+        ends = (tokens == spec.eos_id) | last_step[:, None]
 
         # the best candidates that do not end continue
         continuing = top_scores + ends.astype(np.float32) * EXCLUDED
@@ -411,6 +466,7 @@ def beam_hypotheses(
         best_running = running_scores[:, 0] / (float(length - 1) ** length_penalty)
         worst_finished = np.where(is_finished, finished_scores.min(axis=1, keepdims=True), EXCLUDED)
         improvable &= (best_running[:, None] > worst_finished).any(axis=1)
+        improvable &= ~last_step  # a sentence that took its forced </s> is done
         if ends.all() or not improvable.any():
             break
 
@@ -424,6 +480,7 @@ def beam_hypotheses(
             keep = np.flatnonzero(improvable)
             rows = (keep[:, None] * beams + np.arange(beams)).reshape(-1)
             items, running, running_scores = items[keep], running[keep], running_scores[keep]
+            item_limits = item_limits[keep]
             finished, finished_scores, is_finished = finished[keep], finished_scores[keep], is_finished[keep]
             finished_sums, finished_fired, running_fired = (
                 finished_sums[keep],

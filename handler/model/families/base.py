@@ -79,12 +79,14 @@ def _per_layer(layers: int, *names: Callable[[int], str]) -> tuple[str, ...]:
 class SearchRequest:
     """What one decoding call asks for, in the service's terms; each family maps it onto its own search.
 
-    ``max_new_tokens`` counts the end-of-sentence token. ``length_penalty`` None means the family's own default.
+    ``max_new_tokens`` counts the end-of-sentence token: one limit for the batch, or one per row (the service's
+    choice, so that a row's output never depends on its batch). ``length_penalty`` None means the family's own
+    default.
     ``min_new_tokens`` forbids the end-of-sentence token before that many tokens (benchmarks force a length).
     """
 
     beam_size: int
-    max_new_tokens: int
+    max_new_tokens: int | tuple[int, ...]
     length_penalty: float | None = None
     repetition_guard: bool | RepetitionGuard = True
     min_new_tokens: int = 0

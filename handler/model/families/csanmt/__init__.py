@@ -115,8 +115,13 @@ class CsanmtDecoding:
     def __init__(self, settings: CsanmtDecodingSettings) -> None:
         self.settings = settings
 
-    def max_length(self, request: SearchRequest) -> int:
-        return max(1, min(request.max_new_tokens, self.settings.max_decoded_length))
+    def max_length(self, request: SearchRequest) -> int | np.ndarray:
+        """The search's maximum length: the request's limit (per row where it gives one per row), at most the
+        bundle's ``max_decoded_length``."""
+        if isinstance(request.max_new_tokens, int):
+            return max(1, min(request.max_new_tokens, self.settings.max_decoded_length))
+        limits = np.asarray(request.max_new_tokens, dtype=np.int64)
+        return np.clip(limits, 1, self.settings.max_decoded_length)
 
     def search(
         self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest

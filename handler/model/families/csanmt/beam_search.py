@@ -99,16 +99,23 @@ def csanmt_beam_search(
     attention_mask: np.ndarray,
     *,
     beam_size: int,
-    max_length: int,
+    max_length: int | np.ndarray,
     alpha: float = 0.6,
     repetition_guard: RepetitionGuard | None = None,
     min_length: int = 0,
 ) -> CsanmtSearchResult:
-    """modelscope's beam search on every row of the padded source batch (see the module docstring)."""
+    """modelscope's beam search on every row of the padded source batch (see the module docstring).
+
+    ``max_length`` is one for every row or one per row (``decoding.row_limits``: a row's output never depends on
+    its batch); each row stops, and its stopping rule bounds its scores, at its own.
+    """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1; got {beam_size}")
-    if max_length < 1:
-        raise ValueError(f"max_length must be at least 1 (it counts the end-of-sentence token); got {max_length}")
+    item_lengths = np.broadcast_to(np.asarray(max_length, dtype=np.int64), (input_ids.shape[0],)).copy()
+    if item_lengths.size and item_lengths.min() < 1:
+        raise ValueError(
+            f"max_length must be at least 1 (it counts the end-of-sentence token); got {int(item_lengths.min())}"
+        )
     if min_length < 0:
         raise ValueError(f"min_length must be at least 0; got {min_length}")
     beams = beam_size
@@ -118,7 +125,9 @@ def csanmt_beam_search(
     cross = [array[expand] for array in cross]
     mask = np.asarray(attention_mask, dtype=np.int64)[expand]
     past = model.empty_past(batch * beams)
-    max_penalty = gnmt_length_penalty(max_length, alpha)
+    # per sentence still searching: the penalty at its maximum length (its stopping rule's bound)
+    max_penalty = np.array([gnmt_length_penalty(int(n), alpha) for n in item_lengths], dtype=np.float32)
+    longest = int(item_lengths.max()) if batch else 0
 
     items = np.arange(batch)  # original row of each sentence still searching
     seqs = np.zeros((batch, beams, 0), dtype=np.int64)  # running hypotheses: the tokens chosen so far
@@ -142,11 +151,12 @@ def csanmt_beam_search(
                 results[items[position]] = (seqs[position], alive_scores[position], False, alive_fired[position, 0])
 
     with np.errstate(over="ignore"):  # float32's lowest plus a negative score is -inf, as in TensorFlow
-        for time in range(max_length):
-            # modelscope's loop condition, per sentence: done when no running hypothesis can still get in
+        for time in range(longest):
+            # modelscope's loop condition, per sentence: done when no running hypothesis can still get in, or
+            # after its maximum length of steps
             worst_finished = np.min(fin_scores * fin_flags.astype(np.float32), axis=1)
             worst_finished = worst_finished + LOWEST * (~fin_flags.any(axis=1)).astype(np.float32)
-            done = worst_finished > log_probs[:, 0] / max_penalty
+            done = (worst_finished > log_probs[:, 0] / max_penalty) | (item_lengths <= time)
             if done.any():
                 finish(np.flatnonzero(done))
                 keep = np.flatnonzero(~done)
@@ -156,6 +166,7 @@ def csanmt_beam_search(
                 items, seqs, log_probs, alive_scores = items[keep], seqs[keep], log_probs[keep], alive_scores[keep]
                 fin_flags, fin_seqs, fin_scores = fin_flags[keep], fin_seqs[keep], fin_scores[keep]
                 alive_fired, fin_fired = alive_fired[keep], fin_fired[keep]
+                item_lengths, max_penalty = item_lengths[keep], max_penalty[keep]
                 past = [array[rows] for array in past]
                 cross = [array[rows] for array in cross]
                 mask = mask[rows]
