@@ -35,6 +35,7 @@ ENV_API_KEYS_FILE = "TRANSLATE_API_KEYS_FILE"
 ENV_LOG_TEXT = "TRANSLATE_LOG_TEXT"
 ENV_PART_CHARS = "TRANSLATE_PART_CHARS"
 ENV_WORK_PREFIX = "TRANSLATE_WORK_PREFIX"
+ENV_MEMORY_BYTES = "TRANSLATE_MEMORY_BYTES"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BUNDLE_DIR = REPO_ROOT / "model_artifacts" / "default"
@@ -70,6 +71,7 @@ class RuntimeConfig:
     log_text: bool = False  # debug only: the access log also records request and response bodies
     part_chars: int = 20_000  # plain-text files longer than this fan out in parts of at most this many; 0 = never
     work_prefix: str = "_bulk/"  # key prefix of fan-out manifests, parts and part results (output bucket)
+    memory_bytes: int = 16 * 1024 * 1024  # bound of the sentence translation memory (handler.translation_memory)
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str, str]] = [
@@ -86,6 +88,7 @@ class RuntimeConfig:
                 f"the function's time limit in seconds, more than {ENV_DEADLINE_MARGIN_S}",
             ),
             (self.part_chars == 0 or self.part_chars >= 1_000, ENV_PART_CHARS, "0 (no fan-out) or at least 1000"),
+            (self.memory_bytes >= 0, ENV_MEMORY_BYTES, "0 (no translation memory) or a positive number of bytes"),
             (
                 self.work_prefix.endswith("/")
                 and not self.work_prefix.startswith(self.output_prefix or "\0")
@@ -199,6 +202,7 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_LOG_TEXT: "log_text",
     ENV_PART_CHARS: "part_chars",
     ENV_WORK_PREFIX: "work_prefix",
+    ENV_MEMORY_BYTES: "memory_bytes",
 }
 
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
@@ -222,6 +226,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "log_text": _boolean,
     "part_chars": _number(int, "an integer"),
     "work_prefix": lambda _variable, raw: raw,
+    "memory_bytes": _number(int, "an integer"),
 }
 
 assert set(_PARSERS) == set(_FIELD_BY_ENV.values()) == {f.name for f in fields(RuntimeConfig)}

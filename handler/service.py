@@ -46,6 +46,7 @@ from handler.text.script_conversion import AUTO, canonical_variant, default_conv
 from handler.text.segmentation import Document, one_line, split_document
 from handler.text.spans import ProtectedSpan, SpanKind, Translation, has_chinese, translate_protected
 from handler.text.validation import require_unicode
+from handler.translation_memory import MemoryKey, Remembered, TranslationMemory, current_work
 
 OPTION_NAMES = (
     "beam_size",
@@ -201,6 +202,7 @@ class TranslationService:
         self.max_source_tokens = max(MIN_SEGMENT_TOKENS, self._spec.max_positions // 2)
         self._lock = threading.Lock()
         self.throughput = ThroughputMeter()  # for deadline projections
+        self.memory = TranslationMemory(config.memory_bytes)  # segments already translated (handler.translation_memory)
 
     # --- information ----------------------------------------------------------------------------------------
 
@@ -215,6 +217,7 @@ class TranslationService:
             "threads": self.model.model.threads,
             "default_beam_size": self.config.beam_size,
             "confidence_calibrated": self.calibration.calibrated,
+            "translation_memory": self.memory.stats(),
             "timings": dict(self.model.timings),
         }
 
@@ -319,6 +322,8 @@ class TranslationService:
         progress: Callable[[int, int], None] | None,
     ) -> list[TextTranslation]:
         """Markup -> blocks -> segments -> protected translation (``handler.text.spans``) -> blocks -> markup."""
+        if deadline is not None and time.monotonic() >= deadline:  # even what the memory holds is not answered late
+            raise DeadlineExceededError("the deadline passed before the translation began; nothing was translated")
         given = list(texts)
         texts = [self.scripts.to_model_script(text, options.source) for text in texts]
         markups = [parse_markup(text, options.format) for text in texts]
@@ -406,10 +411,48 @@ class TranslationService:
         total: int,
         scored: dict[str, SegmentModelScore] | None = None,
     ) -> list[str]:
-        """The model's cleaned translation of each input text (one segment each); ``scored`` gets each input's
-        hypothesis and source token count."""
-        segments = self._segments(inputs)
+        """The model's cleaned translation of each input text (one segment each), from the translation memory where
+        it holds the input, else decoded; ``scored`` gets each input's hypothesis and source token count."""
         beam_size = options.beam_size or self.config.beam_size
+        keys = {text: self._memory_key(text, options, beam_size) for text in dict.fromkeys(inputs)}
+        remembered = {text: found for text, key in keys.items() if (found := self.memory.get(key)) is not None}
+        work = current_work.get()
+        if work is not None:
+            work.from_memory += len(remembered)
+            work.decoded += len(keys) - len(remembered)
+        fresh = [text for text in inputs if text not in remembered]
+        if fresh:
+            for text, entry in self._decode_all(fresh, options, beam_size, deadline, progress, total).items():
+                remembered[text] = entry
+                self.memory.put(keys[text], entry)
+        elif progress is not None:
+            progress(total, total)
+        if scored is not None:
+            for text, entry in remembered.items():
+                scored[text] = (entry.hypothesis, entry.source_tokens)
+        return [remembered[text].translation for text in inputs]
+
+    def _memory_key(self, text: str, options: TranslateOptions, beam_size: int) -> MemoryKey:
+        return MemoryKey(
+            self._bundle_hash,
+            beam_size,
+            options.length_penalty,
+            options.max_length_ratio,
+            options.repetition_guard,
+            text,
+        )
+
+    def _decode_all(
+        self,
+        inputs: Sequence[str],
+        options: TranslateOptions,
+        beam_size: int,
+        deadline: float | None,
+        progress: Callable[[int, int], None] | None,
+        total: int,
+    ) -> dict[str, Remembered]:
+        """Batch, decode and clean ``inputs`` (the model is asked each distinct one once)."""
+        segments = self._segments(inputs)
         batches = plan_batches(
             [len(ids) for ids in segments.encoded],
             max_tokens=self.config.batch_tokens,
@@ -429,14 +472,10 @@ class TranslationService:
                 if progress is not None:
                     progress(done * total // max(1, segments.total_characters), total)
         hypotheses = restore_order(batches, outputs, len(segments.texts))
-        translations = {
-            text: clean_translation(self._tokenizer.decode(hypothesis.ids))
-            for text, hypothesis in zip(segments.texts, hypotheses, strict=True)
+        return {
+            text: Remembered(clean_translation(self._tokenizer.decode(hypothesis.ids)), hypothesis, len(ids))
+            for text, hypothesis, ids in zip(segments.texts, hypotheses, segments.encoded, strict=True)
         }
-        if scored is not None:
-            for text, hypothesis, ids in zip(segments.texts, hypotheses, segments.encoded, strict=True):
-                scored[text] = (hypothesis, len(ids))
-        return [translations[text] for text in inputs]
 
     def max_new_tokens(self, source_tokens: int, options: TranslateOptions) -> int:
         """Decoding steps for a source of ``source_tokens`` tokens (the end-of-sentence token included)."""

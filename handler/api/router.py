@@ -72,6 +72,7 @@ from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS
 from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError, UnauthorizedError
 from handler.service import TextTranslation, TranslateOptions
 from handler.text.validation import require_unicode
+from handler.translation_memory import WorkCounts, current_work
 
 # the names adapters and tests take from here, defined in the leaf modules
 __all__ = [
@@ -143,6 +144,8 @@ class HttpApi:
         began = time.perf_counter()
         request_id = request_id_for(request.headers, request.platform_request_id)
         token = current_request_id.set(request_id)
+        work = WorkCounts()  # the service counts the segments it answers from memory and decodes
+        work_token = current_work.set(work)
         try:
             if refused is None:
                 response, error_code = self._answer(request)
@@ -158,8 +161,9 @@ class HttpApi:
             response.headers[REQUEST_ID_HEADER] = request_id
             if request.method == "HEAD":
                 response = HttpResponse(response.status, response.headers, b"")
-            self._log(request, response, error_code, began)
+            self._log(request, response, error_code, began, work)
         finally:
+            current_work.reset(work_token)
             current_request_id.reset(token)
         return response
 
@@ -189,7 +193,9 @@ class HttpApi:
         path = _normalise_path(request.path)
         return path if path in self.known_routes else UNKNOWN_ROUTE
 
-    def _log(self, request: HttpRequest, response: HttpResponse, error_code: str | None, began: float) -> None:
+    def _log(
+        self, request: HttpRequest, response: HttpResponse, error_code: str | None, began: float, work: WorkCounts
+    ) -> None:
         fields: dict[str, object] = {
             "request_id": current_request_id.get(),  # as a field too, for a host's own formatter (Lambda's)
             "method": request.method,
@@ -201,6 +207,9 @@ class HttpApi:
         }
         if error_code is not None:
             fields["error_code"] = error_code
+        if work.from_memory or work.decoded:  # segments answered from the translation memory / by the model
+            fields["segments_from_memory"] = work.from_memory
+            fields["segments_decoded"] = work.decoded
         if self.config.log_text:  # TRANSLATE_LOG_TEXT=1: debugging only, the texts go to the log
             fields["query"] = request.path.partition("?")[2]
             fields["request_body"] = logged_body(request.body)

@@ -48,9 +48,12 @@ class CountingDecoding:
 
 
 def counting_service(**overrides: object) -> tuple[TranslationService, CountingDecoding]:
+    """A service whose batches are counted; without the translation memory unless asked (these tests count what
+    the pipeline decodes; what the memory saves is tested in tests/runtime_text/test_translation_memory.py)."""
     loaded = shipped_model()
     counting = CountingDecoding(loaded.decoding)
-    service = TranslationService(dataclasses.replace(loaded, decoding=counting), shipped_config(**overrides))
+    config = shipped_config(**{"memory_bytes": 0, **overrides})
+    service = TranslationService(dataclasses.replace(loaded, decoding=counting), config)
     return service, counting
 
 
@@ -71,6 +74,14 @@ def test_info_names_the_bundle_its_threads_and_the_default_beam() -> None:
         "threads": 1,
         "default_beam_size": 2,
         "confidence_calibrated": True,  # the shipped manifest carries its calibration (build.calibrate)
+        "translation_memory": {
+            "hits": 0,
+            "misses": 0,
+            "entries": 0,
+            "bytes": 0,
+            "max_bytes": 16 * 1024 * 1024,
+            "evictions": 0,
+        },
         "timings": shipped_model().timings,
     }
     assert re.fullmatch(r"[0-9a-f]{16}", str(info["bundle_hash"]))
@@ -278,7 +289,7 @@ def test_a_deadline_already_passed_raises_before_any_work() -> None:
     service, counting = counting_service()
     with pytest.raises(DeadlineExceededError) as caught:
         service.translate_document("你好。", deadline=time.monotonic() - 1)
-    assert str(caught.value) == "the deadline passed before batch 1 of 1; nothing was translated"
+    assert str(caught.value) == "the deadline passed before the translation began; nothing was translated"
     assert counting.batches == 0
 
 

@@ -192,7 +192,7 @@ def test_progress_counts_characters_up_to_the_total(tiny_loaded: LoadedModel, ti
 def test_a_deadline_already_passed_raises_before_any_work(tiny_loaded: LoadedModel, tiny_config: RuntimeConfig) -> None:
     service, counting = counting_service(tiny_loaded, tiny_config)
     with pytest.raises(
-        DeadlineExceededError, match=r"^the deadline passed before batch 1 of 1; nothing was translated$"
+        DeadlineExceededError, match=r"^the deadline passed before the translation began; nothing was translated$"
     ):
         service.translate_document("你好。", deadline=time.monotonic() - 1)
     assert counting.encoded_rows == []
