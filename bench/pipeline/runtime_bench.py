@@ -44,7 +44,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.pipeline import bandwidth, cost, ctranslate2_model, default_checkpoint, report
+from bench.pipeline import bandwidth, cost, ctranslate2_model, default_checkpoint, memory_bench, report
 from bench.pipeline.side_by_side import (
     Setup,
     SetupResult,
@@ -80,6 +80,25 @@ RANDOM_MODEL_THRESHOLDS = {
 FULL = Workload(forced_tokens=FORCED_TOKENS, batch1_sentences=2, batch_size=16, repeats=3, beam_size=BEAM_SIZE)
 QUICK = Workload(forced_tokens=8, batch1_sentences=1, batch_size=4, repeats=1, beam_size=BEAM_SIZE)
 WORKLOAD_SENTENCES = {"full": 32, "quick": 2}
+# the translation memory's situations (bench.pipeline.memory_bench), on the default model
+MEMORY_JOB = {
+    "full": {
+        "repeats": 3,
+        "typing_chars": 2000,
+        "subtitle_lines": 600,
+        "stock_share": 0.3,
+        "lines_per_request": 20,
+        "part_chars": 20000,
+    },
+    "quick": {
+        "repeats": 1,
+        "typing_chars": 2000,
+        "subtitle_lines": 60,
+        "stock_share": 0.3,
+        "lines_per_request": 20,
+        "part_chars": 1000,
+    },
+}
 REQUEST_TEXTS = 32  # texts per request of the cost workload
 
 # --- building the model ---------------------------------------------------------------------------------------
@@ -328,6 +347,7 @@ def document(
     loads: tuple[str, str],
     quick: bool,
     transformers_rounds: int,
+    memory: dict[str, Any] | None = None,
 ) -> str:
     workload = results[0].workload
     lines = [
@@ -435,6 +455,8 @@ def document(
             *cost.price_lines(),
             "",
         ]
+    if memory is not None:
+        lines += memory_bench.lines(memory, titles.get("default", "default"))
     if not quick:
         lines += ["![This runtime vs CTranslate2](benchmarks.png)", ""]
     return "\n".join(lines)
@@ -521,6 +543,15 @@ def main(argv: list[str] | None = None) -> int:
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
             problems.append(f"{setup.key}: the service workload failed: {error}")
 
+    memory = None
+    default = next(setup for setup in setups if setup.key == "default")
+    print(f"measuring the translation memory on {default.title}", flush=True)
+    try:
+        job = {"bundle_dir": str(default.bundle_dir), "threads": args.threads}
+        memory = run_process("bench.pipeline.memory_bench", job | MEMORY_JOB["quick" if args.quick else "full"])
+    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+        problems.append(f"the translation memory figures failed: {error}")
+
     text = document(
         results,
         sizes,
@@ -533,6 +564,7 @@ def main(argv: list[str] | None = None) -> int:
         (start_load, load_average()),
         args.quick,
         1 if args.quick else args.transformers_rounds,
+        memory,
     )
     print()
     print(text)
@@ -556,6 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         for result in results
     }
     medians["workload"] = workloads
+    medians["translation_memory"] = memory or {}
     medians["bandwidth"] = band
     if args.figures_json is not None:
         args.figures_json.write_text(json.dumps(medians, indent=1), encoding="utf-8")

@@ -45,3 +45,8 @@ def test_quick_mode_measures_every_figure_of_every_engine(tmp_path: Path) -> Non
     for line in ("| peak RSS |", "| batch-1 beam 4, 8 tokens |", "of the bound", "| AWS Lambda 2048 MB arm64 |"):
         assert line in text
     assert "| Amazon Translate (standard, real-time) | $15.00" in text
+    memory = measured["translation_memory"]
+    assert memory["typing"]["edited_s"] > 0 and memory["typing"]["sentence_alone_s"] > 0
+    assert memory["subtitles"]["with_memory_chars_per_s"] > 0 and memory["subtitles"]["without_memory_chars_per_s"] > 0
+    assert 0 < memory["bulk"]["redelivered_s"] < memory["bulk"]["first_s"]  # a redelivered part is answered from memory
+    assert "## The sentence translation memory" in text and "the sentence alone (goal <= 1.3)" in text
