@@ -304,6 +304,11 @@ EQUIVALENT: dict[str, str] = {
         "ensure_ascii=False -> None: json.dumps only tests it for truth"
     ),
     "handler.text.glossary.x_load_glossary__mutmut_4": '"utf-8-sig" -> "UTF-8-SIG": codec names are case-insensitive',
+    # --- handler/text/markup.py
+    "handler.text.markup.x__blank_attributes__mutmut_5": (
+        'match.group(1) or "" -> or "XXXX": group 1 (the attribute name) is not optional in _ATTRIBUTE, so it'
+        " is never None and the default is never used"
+    ),
 }
 
 

@@ -55,6 +55,7 @@ _ATTRIBUTE = re.compile(
 )
 
 _NEEDS_QUOTES = re.compile(r"[\s\"'=<>`]")
+_BARE_AMPERSAND = re.compile(r"&(?!#[0-9]+;|#[xX][0-9A-Fa-f]+;|[A-Za-z][A-Za-z0-9]*;)")
 
 Part = str | int  # raw source text, or the index of a block whose translation goes here
 
@@ -97,7 +98,8 @@ class MarkupDocument:
 
 
 def _escape_attribute(text: str, quote: str) -> str:
-    text = text.replace("&", "&amp;")
+    # a value is sent to the model as written, entities and all ("&quot;"): those stay, a bare "&" is escaped
+    text = _BARE_AMPERSAND.sub("&amp;", text)
     return text.replace(quote, "&quot;" if quote == '"' else "&#39;") if quote else text
 
 
