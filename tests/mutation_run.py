@@ -51,6 +51,14 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
     ],
     "handler/text/glossary.py": ["tests/mutation_kills/test_glossary.py", "tests/fidelity/test_glossary.py"],
     "handler/text/numbers.py": ["tests/mutation_kills/test_numbers.py", "tests/fidelity/test_numbers.py"],
+    "handler/text/markup.py": ["tests/mutation_kills/test_markup.py", "tests/fidelity/test_markup.py"],
+    "handler/text/spans.py": [
+        "tests/mutation_kills/test_spans.py",
+        "tests/fidelity/test_spans.py",
+        "tests/fidelity/test_numbers.py",
+    ],
+    "handler/api/compat/deepl.py": ["tests/mutation_kills/test_deepl.py"],
+    "handler/api/compat/libretranslate.py": ["tests/mutation_kills/test_libretranslate.py"],
 }
 
 

@@ -98,7 +98,14 @@ _ASCII_RUN = re.compile(r"[!-~]+")
 _OPERATOR = re.compile(r"[=<>~^]")
 _WORD_CHARACTER = re.compile(r"[A-Za-z0-9_]")
 _PATTERNS: tuple[tuple[SpanKind, re.Pattern[str]], ...] = (
-    (SpanKind.URL, re.compile(r"(?:(?:https?|ftp)://|www\.)[^\s<>\"'，。！？；：、（）【】《》“”‘’\u3000]+", re.I)),
+    # a URL ends at Han text, CJK punctuation or a full-width form (访问https://a.com获取信息: the Chinese is text)
+    (
+        SpanKind.URL,
+        re.compile(
+            r"(?:(?:https?|ftp)://|www\.)[^\s<>\"'“”‘’\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]+",
+            re.I,
+        ),
+    ),
     (SpanKind.EMAIL, re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")),
     (SpanKind.MENTION, re.compile(r"(?<![A-Za-z0-9_@.])@[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*")),
     (SpanKind.HASHTAG, re.compile(r"(?<![A-Za-z0-9_#&])#[A-Za-z][A-Za-z0-9_]*")),
@@ -122,7 +129,10 @@ _PATTERNS: tuple[tuple[SpanKind, re.Pattern[str]], ...] = (
     ),
     (
         SpanKind.NUMBER,
-        re.compile(r"(?<![A-Za-z0-9_])[+＋]?[0-9０-９](?:[0-9０-９]|[.,:/\-．，：](?=[0-9０-９]))*[%％‰]?"),
+        # not right after "letter or digit + point": the rest of a version (v1.2.3) is the Latin word's
+        re.compile(
+            r"(?<![A-Za-z0-9_])(?<![A-Za-z0-9_][.．])[+＋]?[0-9０-９](?:[0-9０-９]|[.,:/\-．，：](?=[0-9０-９]))*[%％‰]?"
+        ),
     ),
     (
         SpanKind.LATIN,
@@ -199,7 +209,10 @@ class Unit:
 
     @property
     def alternatives(self) -> tuple[str, ...]:
-        return self.spans[0].alternatives if len(self.spans) == 1 else ()
+        if len(self.spans) == 1:
+            return self.spans[0].alternatives
+        # "27 000" (UN style: numbers spaced in thousands, one unit) is "27,000" in an English sentence that has it
+        return (self.target.replace(" ", ","),) if _SPACED_THOUSANDS.fullmatch(self.target) else ()
 
     @property
     def is_markup(self) -> bool:
@@ -304,10 +317,7 @@ def find_spans(text: str, glossary: Mapping[str, str] | None = None) -> list[Spa
                 start, end = _expression_bounds(text, start, end)
                 if not _has_inner_operator(text, start, end):
                     continue
-            found = text[start:end]
-            # "27 000" (UN style) is "27,000" in an English sentence that already has it
-            alternatives = (found.replace(" ", ","),) if _SPACED_THOUSANDS.fullmatch(found) else ()
-            claim(start, end, kind, found, alternatives)
+            claim(start, end, kind, text[start:end])
     return sorted(spans, key=lambda span: span.start)
 
 
@@ -540,8 +550,9 @@ def stitch(plan: Protected, translated: Mapping[str, str]) -> str:
 
 def _at_start(unit: Unit) -> str:
     """A unit's target at the start of a sentence: English the service chose (a glossary term, an amount) gets a
-    capital letter; verbatim spans (a URL, a name in lower case) stay as they are."""
-    if unit.spans[0].kind in _CHOSEN_ENGLISH and unit.target[:1].islower():
+    capital letter unless its first word already has one (a glossary's "iPhone", "eBay"); verbatim spans (a URL, a
+    name in lower case) stay as they are."""
+    if unit.spans[0].kind in _CHOSEN_ENGLISH and unit.target.split(" ", 1)[0].islower():
         return unit.target[0].upper() + unit.target[1:]
     return unit.target
 
