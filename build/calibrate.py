@@ -212,9 +212,7 @@ def write(bundle_dir: Path, calibration: Calibration, evaluation: dict[str, Any]
     manifest_path = bundle_dir / bundle.MANIFEST
     manifest = bundle.Manifest.from_dict(json.loads(manifest_path.read_text(encoding="utf-8")))
     manifest.confidence = {**calibration.to_dict(), "evaluation": evaluation}
-    tmp = manifest_path.with_suffix(".json.tmp")
-    tmp.write_text(manifest.to_json(), encoding="utf-8")
-    tmp.replace(manifest_path)
+    manifest.write(manifest_path)
 
 
 def main(argv: list[str] | None = None) -> int:

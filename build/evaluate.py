@@ -120,9 +120,7 @@ def write_results(bundle_dir: Path, results: dict[str, object]) -> None:
     manifest.quality = results
     write_model_card(bundle_dir, manifest)
     manifest.files[bundle.MODEL_CARD] = bundle.file_entry(bundle_dir / bundle.MODEL_CARD)
-    tmp = manifest_path.with_suffix(".json.tmp")
-    tmp.write_text(manifest.to_json(), encoding="utf-8")
-    tmp.replace(manifest_path)
+    manifest.write(manifest_path)
 
 
 def main(argv: list[str] | None = None) -> int:

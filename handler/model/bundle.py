@@ -151,6 +151,12 @@ class Manifest:
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n"
 
+    def write(self, path: Path) -> None:
+        """Write to ``path`` whole or not at all (a temporary file beside it, then renamed over it)."""
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(self.to_json(), encoding="utf-8")
+        tmp.replace(path)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
