@@ -2,7 +2,8 @@
 
 ``translate`` reads a text file (or stdin) in any encoding the file adapters accept, writes the English to
 stdout and, for long inputs, a progress bar to stderr; ``.html``/``.md`` files are translated as HTML/Markdown
-(markup kept; ``--format`` overrides), and ``--glossary FILE`` adds terms. ``--scores`` writes JSON lines
+(markup kept), ``.srt``/``.vtt`` files as subtitles (cue text only, ``handler.text.subtitles``; ``--format``
+overrides), and ``--glossary FILE`` adds terms. ``--scores`` writes JSON lines
 instead: one per translated segment (source, English, their offsets in the input and output with line breaks as
 LF, confidence, flags: ``handler.api.scores``), then one with the whole ``translation`` and how many segments are
 flagged. ``serve`` starts the HTTP surface (page and API) on the standard library's HTTP server.
@@ -20,9 +21,16 @@ from typing import BinaryIO, TextIO
 
 from handler.api.scores import segment_json
 from handler.config import RuntimeConfig
-from handler.errors import TranslatorError
+from handler.errors import InvalidRequestError, TranslatorError
 from handler.service import TextTranslation, TranslateOptions
-from handler.storage.files import decode_text, format_for, translate_text
+from handler.storage.files import (
+    SUBTITLE_SUFFIXES,
+    decode_text,
+    format_for,
+    is_subtitles,
+    translate_file_text,
+    translate_text,
+)
 from handler.text.glossary import load_glossary
 from handler.text.markup import FORMATS
 
@@ -63,7 +71,10 @@ def _read_input(name: str, stdin: BinaryIO) -> bytes:
 def translate_command(args: argparse.Namespace) -> int:
     from handler import coldstart
 
-    raw_options: dict[str, object] = {"format": args.format or format_for(args.file)}
+    fmt = args.format or format_for(args.file)
+    if args.scores and is_subtitles(fmt):
+        raise InvalidRequestError("--scores is for text, HTML and Markdown; subtitles are translated without it")
+    raw_options: dict[str, object] = {"format": "text" if is_subtitles(fmt) else fmt}
     if args.beam_size is not None:
         raw_options["beam_size"] = args.beam_size
     if args.glossary is not None:
@@ -78,6 +89,8 @@ def translate_command(args: argparse.Namespace) -> int:
     try:
         if args.scores:
             detail = service.translate_document_detailed(text.replace("\r\n", "\n"), options, progress=bar)
+        elif is_subtitles(fmt):  # cue text translated, everything else byte for byte (handler.text.subtitles)
+            translation = translate_file_text(service, text, fmt, options, name=args.file, progress=bar)
         else:
             translation = translate_text(service, text, options, progress=bar)
     finally:
@@ -85,7 +98,7 @@ def translate_command(args: argparse.Namespace) -> int:
             bar.finish()
     if args.scores:
         return _write_scores(detail)
-    if translation and not translation.endswith("\n"):
+    if translation and not translation.endswith("\n") and not is_subtitles(fmt):
         translation += "\n"
     sys.stdout.buffer.write(translation.encode("utf-8"))
     sys.stdout.buffer.flush()
@@ -145,9 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     translate.add_argument(
         "--format",
-        choices=FORMATS,
+        choices=(*FORMATS, *SUBTITLE_SUFFIXES.values()),
         default=None,
-        help="text, html or markdown (default: by the file's suffix, .html/.htm and .md/.markdown; stdin: text)",
+        help="text, html, markdown, srt or vtt (default: by the file's suffix, .html/.htm, .md/.markdown, .srt, "
+        ".vtt; stdin: text)",
     )
     translate.add_argument(
         "--glossary",

@@ -1,8 +1,10 @@
-"""Bulk translation: a plain-text file longer than one invocation should take fans out across invocations.
+"""Bulk translation: a plain-text or subtitle file longer than one invocation should take fans out across invocations.
 
 One invocation's time is limited (Lambda 900 s at most, Cloud Functions 540 s for events), and one translates about
-1,000 characters/s with the default model. A ``.txt`` upload of more than ``TRANSLATE_PART_CHARS`` characters is
-therefore translated in parts, by as many concurrent invocations as the platform runs:
+1,000 characters/s with the default model. A ``.txt``, ``.srt`` or ``.vtt`` upload of more than
+``TRANSLATE_PART_CHARS`` characters is therefore translated in parts, by as many concurrent invocations as the
+platform runs (subtitles are cut only between cues, and never inside a sentence that runs over cues: a part is then
+longer than ``TRANSLATE_PART_CHARS`` rather than cut inside one; the manifest names the format):
 
 1. **plan** (the upload's event): the text is cut (``handler.text.parts``) at paragraph boundaries (then line
    breaks, then sentence ends, only where a paragraph alone is too long) into parts of at most
@@ -53,11 +55,14 @@ from handler.storage.files import (
     decode_text,
     format_for,
     handle_upload,
+    is_subtitles,
     plan_output,
+    translate_file_text,
     translate_text,
 )
 from handler.storage.object_store import ObjectRef, VersionedStore
-from handler.text.parts import Part, plan_parts
+from handler.text.parts import Part, plan_parts, plan_parts_at
+from handler.text.subtitles import parse_track, part_cuts
 
 logger = logging.getLogger(__name__)
 
@@ -81,13 +86,32 @@ class BulkError(TranslatorError):
     code = "bulk_inconsistent"
 
 
-def translate_in_parts(service: TranslationService, text: str, max_chars: int) -> str:
+def translate_in_parts(service: TranslationService, text: str, max_chars: int, fmt: str = "text") -> str:
     """What the fan-out produces, in one process: each part translated as a file, joined with its separators."""
-    lead, parts = plan_parts(text, max_chars)
-    return lead + "".join(_translate_part_text(service, part.text) + part.separator for part in parts)
+    lead, parts = _plan(text, max_chars, fmt)
+    return lead + "".join(
+        _translate_part_text(service, part.text, fmt=fmt, fragment=index > 0) + part.separator
+        for index, part in enumerate(parts)
+    )
 
 
-def _translate_part_text(service: TranslationService, text: str, deadline: float | None = None) -> str:
+def _plan(text: str, max_chars: int, fmt: str) -> tuple[str, list[Part]]:
+    """Plain text cut at blank lines (``plan_parts``); subtitles only between cues no sentence runs across."""
+    if is_subtitles(fmt):
+        return plan_parts_at(text, max_chars, part_cuts(parse_track(text, fmt)))
+    return plan_parts(text, max_chars)
+
+
+def _translate_part_text(
+    service: TranslationService,
+    text: str,
+    deadline: float | None = None,
+    *,
+    fmt: str = "text",
+    fragment: bool = False,
+) -> str:
+    if is_subtitles(fmt):  # a WebVTT part after the first has no header: a fragment
+        return translate_file_text(service, text, fmt, fragment=fragment, deadline=deadline)
     return translate_text(service, text, deadline=deadline) if text.strip() else text
 
 
@@ -219,8 +243,10 @@ def _fan_out(
             return {"source": str(source), "status": "ignored", "reason": "a fan-out object that is not a part"}
         layout = JobLayout.of(source.scheme, source.bucket, config.work_prefix, match["job"])
         return translate_part(store, layout, int(match["index"]), service, deadline=deadline)
-    # only plain text is cut at blank lines (markup's structure is not): files.format_for is the one suffix table
-    if config.part_chars and format_for(source.key) == "text":
+    # plain text is cut at blank lines, subtitles between cues (markup's structure is not cut): files.format_for is
+    # the one suffix table
+    fmt = format_for(source.key)
+    if config.part_chars and (fmt == "text" or is_subtitles(fmt)):
         try:
             plan_output(source, config)
             size = store.size(source)
@@ -235,6 +261,8 @@ def _fan_out(
                 )
             text, encoding = decode_text(data, str(source))
             if len(text) > config.part_chars:
+                if is_subtitles(fmt):  # a corrupt file is refused before anything is planned
+                    parse_track(text, fmt, name=str(source))
                 return start_job(store, source, data, text, encoding, service, config)
     return None
 
@@ -254,7 +282,8 @@ def start_job(
     info = service.info()
     job = job_id(source, data, str(info.get("bundle_hash", "")), config.part_chars)
     layout = JobLayout.of(source.scheme, output.bucket, config.work_prefix, job)
-    lead, parts = plan_parts(text, config.part_chars)
+    fmt = format_for(source.key)
+    lead, parts = _plan(text, config.part_chars, fmt)
     manifest = {
         "format": MANIFEST_FORMAT,
         "job": job,
@@ -265,6 +294,7 @@ def start_job(
         "model": info.get("model"),
         "bundle_hash": info.get("bundle_hash"),
         "part_chars": config.part_chars,
+        **({"format": fmt} if is_subtitles(fmt) else {}),
         "lead": lead,
         "parts": [
             {
@@ -314,7 +344,7 @@ def start_job(
 
 def _parts_from(manifest: dict[str, Any], text: str) -> list[Part]:
     """The parts an existing manifest planned, cut again from the same text (its hashes must match)."""
-    lead, parts = plan_parts(text, int(manifest["part_chars"]))
+    lead, parts = _plan(text, int(manifest["part_chars"]), manifest.get("format", "text"))
     recorded = [entry["sha256"] for entry in manifest["parts"]]
     if lead != manifest["lead"] or [_sha256(part.text) for part in parts] != recorded:
         raise BulkError(f"job {manifest['job']}: the source no longer cuts into the parts its manifest records")
@@ -345,7 +375,8 @@ def translate_part(
         if _sha256(text) != entry["sha256"]:
             raise BulkError(f"{layout.part(index)} does not match the sha256 its manifest records")
         began = time.monotonic()
-        translation = _translate_part_text(service, text, deadline)
+        fmt = manifest.get("format", "text")
+        translation = _translate_part_text(service, text, deadline, fmt=fmt, fragment=index > 0)
         written = store.write_if(
             done_ref, translation.encode("utf-8"), {META_JOB: manifest["job"], "bulk-part": str(index)}, None
         )

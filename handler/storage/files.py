@@ -12,7 +12,9 @@ Steps, each of which can refuse with a clear error before anything is written:
 3. read and decode (UTF-8 with or without BOM, UTF-16/32 with BOM, GB18030/GBK; binary files refused);
 4. translate paragraph by paragraph under the invocation's deadline (``DeadlineExceededError`` before the
    platform would kill us); ``.html``/``.htm`` files as HTML and ``.md``/``.markdown`` files as Markdown
-   (``format_for``: text nodes and inline text translated, markup kept), anything else as plain text;
+   (``format_for``: text nodes and inline text translated, markup kept), ``.srt``/``.vtt`` files as subtitles
+   (``handler.text.subtitles``: cue text translated, numbers, timings, settings and headers kept), anything else
+   as plain text;
 5. write the whole UTF-8 result in one request, with metadata naming the source object and the model bundle.
 """
 
@@ -24,7 +26,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import quote, unquote
 
 from handler.config import ENV_MAX_FILE_BYTES, ENV_OUTPUT_BUCKET, ENV_OUTPUT_PREFIX, RuntimeConfig
@@ -37,6 +39,7 @@ from handler.errors import (
 )
 from handler.service import TranslateOptions, TranslationService
 from handler.storage.object_store import ObjectRef, ObjectStore
+from handler.text.subtitles import SUBTITLE_FORMATS, translate_subtitles
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +53,7 @@ META_BUNDLE_HASH = "bundle-hash"
 
 # the one suffix -> format table (lower-cased), for single files and the fan-out alike: markup is translated whole
 MARKUP_SUFFIXES = {".html": "html", ".htm": "html", ".xhtml": "html", ".md": "markdown", ".markdown": "markdown"}
+SUBTITLE_SUFFIXES = {".srt": "srt", ".vtt": "vtt"}  # translated by handler.text.subtitles
 
 # byte-order marks, longest first (the UTF-32 LE mark begins with the UTF-16 LE one)
 _BOMS: tuple[tuple[bytes, str, str], ...] = (
@@ -203,9 +207,38 @@ def translate_text(
 
 
 def format_for(name: str) -> str:
-    """The ``format`` option for a file: ``html`` or ``markdown`` by its suffix, else ``text``."""
+    """A file's format by its suffix: ``html`` or ``markdown`` (the ``format`` option), ``srt`` or ``vtt``
+    (subtitles, ``is_subtitles``), else ``text``."""
     dot = name.rfind(".")
-    return MARKUP_SUFFIXES.get(name[dot:].lower(), "text") if dot >= 0 else "text"
+    if dot < 0:
+        return "text"
+    suffix = name[dot:].lower()
+    return SUBTITLE_SUFFIXES.get(suffix) or MARKUP_SUFFIXES.get(suffix, "text")
+
+
+def is_subtitles(fmt: str) -> bool:
+    return fmt in SUBTITLE_FORMATS
+
+
+def translate_file_text(
+    service: TranslationService,
+    text: str,
+    fmt: str,
+    options: TranslateOptions | None = None,
+    *,
+    name: str = "the file",
+    fragment: bool = False,
+    deadline: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> str:
+    """A decoded file's translation in its format (``format_for``): subtitles by ``handler.text.subtitles``
+    (``fragment``: a WebVTT part after the first), the rest by ``translate_text`` with ``fmt`` as the format."""
+    if is_subtitles(fmt):
+        return translate_subtitles(
+            service, text, fmt, options, fragment=fragment, name=name, deadline=deadline, progress=progress
+        )
+    options = replace(options, format=fmt) if options is not None else TranslateOptions(format=fmt)
+    return translate_text(service, text, options, deadline=deadline, progress=progress)
 
 
 def translate_object(
@@ -236,8 +269,7 @@ def translate_object(
             f"nothing was written"
         )
     text, encoding = decode_text(data, str(source))
-    options = TranslateOptions(format=format_for(source.key))
-    translation = translate_text(service, text, options, deadline=deadline)
+    translation = translate_file_text(service, text, format_for(source.key), name=str(source), deadline=deadline)
     payload = translation.encode("utf-8")
     info = service.info()
     metadata = {

@@ -4,6 +4,7 @@ line breaks, then sentence ends, only where a paragraph alone is too long; nothi
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # where a text may be cut, coarsest first: blank-line runs (paragraphs), line breaks, after a sentence end
@@ -67,3 +68,24 @@ def _pack(text: str, limit: int, level: int) -> list[tuple[str, str]]:
     if body or pending:
         packed.append((body, pending))
     return packed
+
+
+def plan_parts_at(text: str, max_chars: int, cuts: Sequence[tuple[int, int]]) -> tuple[str, list[Part]]:
+    """Like ``plan_parts``, but cut only at ``cuts`` (``(start, end)`` of separators, in order): for formats whose
+    units must stay whole (a subtitle cue, a sentence over cues); a unit longer than ``max_chars`` is a part alone.
+    """
+    parts: list[Part] = []
+    body_start = 0
+    previous: tuple[int, int] | None = None
+    for start, end in cuts:
+        if previous is not None and start - body_start > max_chars:
+            parts.append(Part(text[body_start : previous[0]], text[previous[0] : previous[1]]))
+            body_start = previous[1]
+        previous = (start, end)
+    if previous is not None and len(text) - body_start > max_chars:
+        parts.append(Part(text[body_start : previous[0]], text[previous[0] : previous[1]]))
+        body_start = previous[1]
+    if body_start < len(text):
+        parts.append(Part(text[body_start:], ""))
+    assert "".join(p.text + p.separator for p in parts) == text
+    return "", parts
