@@ -309,6 +309,36 @@ EQUIVALENT: dict[str, str] = {
         'match.group(1) or "" -> or "XXXX": group 1 (the attribute name) is not optional in _ATTRIBUTE, so it'
         " is never None and the default is never used"
     ),
+    # --- handler/api/compat/deepl.py
+    "handler.api.compat.deepl.xǁDeepLApiǁhandle__mutmut_57": (
+        '(fields.text("type") or "source") -> "SOURCE": lower-cased on the next call, so the default is '
+        '"source" either way'
+    ),
+    "handler.api.compat.deepl.xǁDeepLApiǁ_translate__mutmut_105": (
+        "zip(translations, billed, strict=True) -> strict=None: translate_many returns one translation per "
+        "text, and billed has one count per text"
+    ),
+    "handler.api.compat.deepl.xǁDeepLApiǁ_translate__mutmut_108": (
+        "as above: strict dropped, the lengths are always equal"
+    ),
+    "handler.api.compat.deepl.xǁDeepLApiǁ_translate__mutmut_109": (
+        "as above: strict=False, the lengths are always equal"
+    ),
+    # --- handler/api/compat/libretranslate.py
+    "handler.api.compat.libretranslate.xǁLibreTranslateApiǁclaims__mutmut_17": (
+        'headers.get("content-type", "") -> default "XXXX": without a Content-Type, "xxxx" is neither a form '
+        'nor multipart nor JSON, so the request is not claimed, as with ""'
+    ),
+    "handler.api.compat.libretranslate.xǁLibreTranslateApiǁclaims__mutmut_29": (
+        '"utf-8" -> "UTF-8": codec names are case-insensitive'
+    ),
+    "handler.api.compat.libretranslate.xǁLibreTranslateApiǁ_translate__mutmut_9": (
+        '(fields.text("source") or "auto") -> "AUTO": canonical_variant lower-cases it, so the default is '
+        "auto either way"
+    ),
+    "handler.api.compat.libretranslate.xǁLibreTranslateApiǁ_translate__mutmut_45": (
+        '(fields.text("format") or "text") -> "TEXT": lower-cased on the same line, so the default is text either way'
+    ),
 }
 
 

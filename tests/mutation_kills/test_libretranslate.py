@@ -1,0 +1,387 @@
+"""LibreTranslate's API on the shipped bundle, called as the router calls it (``LibreTranslateApi``): which
+``POST /translate`` bodies it claims from this server's own API, every option and how it maps onto the service
+(``source`` codes, ``target``, ``format``, ``alternatives``), detection, settings, keys and each failure's status.
+The service records the options each request reached it with."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from handler.api.compat.libretranslate import LANGUAGES, MAX_BODY_BYTES, LibreTranslateApi
+from handler.api.messages import HttpRequest, HttpResponse
+from handler.coldstart import Startup
+from handler.errors import DeadlineExceededError, InvalidRequestError, ModelUnavailableError, RequestTooLargeError
+from handler.service import TranslateOptions, TranslationService
+from handler.text.script_conversion import AUTO, HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL
+from tests.fuzz.shipped import NEEDS_SHIPPED_BUNDLE, shipped_config, shipped_model
+
+pytestmark = NEEDS_SHIPPED_BUNDLE
+
+KEY = "k-0123456789abcdef"
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+JSON = {"Content-Type": "application/json"}
+
+
+class RecordingService(TranslationService):
+    def __init__(self, **overrides: object) -> None:
+        super().__init__(shipped_model(), shipped_config(beam_size=1, **overrides))
+        self.options: list[TranslateOptions] = []
+        self.failure: Exception | None = None
+
+    def translate_many(self, texts: Sequence[str], options: TranslateOptions | None = None, **kwargs: Any) -> list[str]:
+        assert options is not None
+        self.options.append(options)
+        if self.failure is not None:
+            raise self.failure
+        return super().translate_many(texts, options, **kwargs)
+
+
+def api(**overrides: object) -> tuple[LibreTranslateApi, RecordingService]:
+    service = RecordingService(**overrides)
+    return LibreTranslateApi(Startup(shipped_config(beam_size=1, **overrides), service, None, 0.0)), service
+
+
+def request(method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> HttpRequest:
+    return HttpRequest.create(method, path, headers or {}, body)
+
+
+def call(
+    libre: LibreTranslateApi, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+) -> HttpResponse:
+    return libre.handle(path.partition("?")[0], request(method, path, body, headers))
+
+
+def translate(libre: LibreTranslateApi, payload: dict[str, Any], headers: dict[str, str] | None = None) -> HttpResponse:
+    return call(libre, "POST", "/translate", json.dumps(payload).encode(), {**JSON, **(headers or {})})
+
+
+def body(response: HttpResponse) -> Any:
+    return json.loads(response.body)
+
+
+def error(response: HttpResponse, status: int) -> str:
+    assert response.status == status, response.body
+    payload = body(response)
+    assert list(payload) == ["error"]
+    return str(payload["error"])
+
+
+# --- which requests are LibreTranslate's ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "payload", "claimed"),
+    [
+        ("POST", "/translate", FORM, b"q=%E4%BD%A0&target=en", True),
+        ("POST", "/translate", FORM, b"q%5B%5D=a&q%5B%5D=b", True),
+        ("POST", "/translate", {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}, b"q=a", True),
+        ("POST", "/translate", FORM, b"text=a", False),
+        ("POST", "/translate", FORM, b"q=&target=en", True),  # an empty q is still LibreTranslate's
+        ("POST", "/translate", FORM, b"q=\xff\xfe&target=en", True),  # not UTF-8: claimed, then refused
+        ("POST", "/translate", {"Content-Type": "multipart/form-data; boundary=x"}, b"", True),
+        ("POST", "/translate", JSON, b'{"q": "a", "target": "en"}', True),
+        ("POST", "/translate", {"Content-Type": "application/json; charset=utf-8"}, b'{"q": "a"}', True),
+        ("POST", "/translate", JSON, b'{"text": "a"}', False),
+        ("POST", "/translate", JSON, b'{"q": "a", "text": "b"}', False),
+        ("POST", "/translate", JSON, b'{"q": "a", "texts": ["b"]}', False),
+        ("POST", "/translate", JSON, b'["q"]', False),
+        ("POST", "/translate", JSON, b'{"q": NaN}', True),  # unreadable but naming q only
+        ("POST", "/translate", JSON, b'{"q": NaN, "text": 1}', False),
+        ("POST", "/translate", {"Content-Type": "text/plain"}, b"q=a", False),
+        ("POST", "/translate", {}, b'{"q": "a"}', False),
+        ("GET", "/translate", FORM, b"q=a", False),
+        ("GET", "/languages", {}, b"", True),
+        ("POST", "/detect", {}, b"", True),
+        ("GET", "/frontend/settings", {}, b"", True),
+        ("GET", "/healthz", {}, b"", False),
+    ],
+)
+def test_the_requests_it_claims(method: str, path: str, headers: dict[str, str], payload: bytes, claimed: bool) -> None:
+    libre, _ = api()
+    assert libre.claims(path, request(method, path, payload, headers)) is claimed
+
+
+def test_a_method_a_route_does_not_answer_is_405_with_allow() -> None:
+    libre, _ = api()
+    response = call(libre, "GET", "/translate")
+    assert error(response, 405) == "/translate answers POST"
+    assert response.headers["Allow"] == "POST"
+    response = call(libre, "DELETE", "/languages")
+    assert error(response, 405) == "/languages answers GET and POST"
+    assert response.headers["Allow"] == "GET, POST"
+    assert call(libre, "HEAD", "/languages").status == 200
+    assert call(libre, "HEAD", "/detect").status == 405
+
+
+def test_languages_and_settings() -> None:
+    libre, _ = api(max_chars=1234)
+    assert body(call(libre, "GET", "/languages")) == list(LANGUAGES)
+    assert body(call(libre, "POST", "/languages")) == [
+        {"code": "zh", "name": "Chinese", "targets": ["en"]},
+        {"code": "zt", "name": "Chinese (traditional)", "targets": ["en"]},
+        {"code": "en", "name": "English", "targets": []},
+    ]
+    assert body(call(libre, "GET", "/frontend/settings")) == {
+        "charLimit": 1234,
+        "frontendTimeout": 500,
+        "apiKeys": False,
+        "keyRequired": False,
+        "suggestions": False,
+        "filesTranslation": False,
+        "supportedFilesFormat": [],
+        "language": {"source": {"code": "zh", "name": "Chinese"}, "target": {"code": "en", "name": "English"}},
+    }
+    keyed, _ = api(api_keys=(KEY,))
+    settings = body(call(keyed, "GET", "/frontend/settings"))  # open without a key, says one is needed
+    assert (settings["apiKeys"], settings["keyRequired"]) == (True, True)
+
+
+# --- translating: the options --------------------------------------------------------------------------------
+
+
+def test_one_text_and_a_list() -> None:
+    libre, service = api()
+    one = body(translate(libre, {"q": "2026年", "source": "zh", "target": "en"}))
+    assert list(one) == ["translatedText"] and one["translatedText"].startswith("2026")
+    many = body(translate(libre, {"q": ["2026年", "3月"], "source": "zh", "target": "en"}))
+    assert isinstance(many["translatedText"], list) and len(many["translatedText"]) == 2
+    assert [(o.format, o.source) for o in service.options] == [("text", SIMPLIFIED), ("text", SIMPLIFIED)]
+
+
+@pytest.mark.parametrize(
+    ("source", "variant"),
+    [
+        (None, AUTO),
+        ("auto", AUTO),
+        ("zh", SIMPLIFIED),
+        ("zh-Hans", SIMPLIFIED),
+        ("zt", TRADITIONAL),
+        ("zh-Hant", TRADITIONAL),
+        ("ZH-TW", TAIWAN),
+        ("zh-HK", HONG_KONG),
+        (" zh ", SIMPLIFIED),
+    ],
+)
+def test_the_source_code_maps_onto_the_chinese_variant(source: str | None, variant: str) -> None:
+    libre, service = api()
+    payload = {"q": "這体", "target": "en", **({"source": source} if source is not None else {})}
+    assert translate(libre, payload).status == 200
+    assert service.options[-1].source == variant
+
+
+def test_an_automatic_source_reports_the_detected_language() -> None:
+    libre, _ = api()
+    one = body(translate(libre, {"q": "這個軟體", "source": "auto", "target": "en"}))
+    assert one["detectedLanguage"] == {"language": "zt", "confidence": 100.0}
+    many = body(translate(libre, {"q": ["这个软件", "你好"], "target": "en"}))
+    assert many["detectedLanguage"] == [
+        {"language": "zh", "confidence": 100.0},
+        {"language": "zh", "confidence": 100.0},
+    ]
+    assert "detectedLanguage" not in body(translate(libre, {"q": "你好", "source": "zh", "target": "en"}))
+
+
+@pytest.mark.parametrize("target", ["en", "EN", "en-US", "en-gb", " en "])
+def test_each_english_target(target: str) -> None:
+    libre, _ = api()
+    assert translate(libre, {"q": "2026年", "source": "zh", "target": target}).status == 200
+
+
+def test_another_target_or_source_is_refused() -> None:
+    libre, service = api()
+    assert error(translate(libre, {"q": "你好", "source": "zh"}), 400) == (
+        "no target is not supported as target language: this server translates Chinese (zh, zt) to English (target en)"
+    )
+    assert error(translate(libre, {"q": "你好", "target": "fr"}), 400).startswith("fr is not supported as target")
+    assert error(translate(libre, {"q": "你好", "source": "ja", "target": "en"}), 400) == (
+        "ja is not supported as source language: this server translates Chinese (zh, zt, zh-Hans, zh-Hant or auto) "
+        "to English"
+    )
+    assert service.options == []
+
+
+@pytest.mark.parametrize(("format", "expected"), [(None, "text"), ("text", "text"), ("html", "html"), ("HTML", "html")])
+def test_the_format_maps_onto_the_services(format: str | None, expected: str) -> None:
+    libre, service = api()
+    payload = {"q": "<p>你好</p>", "target": "en", **({"format": format} if format is not None else {})}
+    response = translate(libre, payload)
+    assert response.status == 200
+    assert service.options[-1].format == expected
+    if expected == "html":
+        assert body(response)["translatedText"].startswith("<p>")
+
+
+def test_another_format_is_refused() -> None:
+    libre, _ = api()
+    assert error(translate(libre, {"q": "你", "target": "en", "format": "markdown"}), 400) == (
+        "format 'markdown' is not supported; use text or html"
+    )
+
+
+@pytest.mark.parametrize(
+    ("alternatives", "expected"),
+    [(None, None), ("", None), (0, None), ("0", None), (1, []), ("3", []), (2.0, [])],
+)
+def test_alternatives_are_answered_empty_when_asked_for(alternatives: object, expected: object) -> None:
+    libre, _ = api()
+    payload = {"q": "2026年", "target": "en", **({"alternatives": alternatives} if alternatives is not None else {})}
+    response = translate(libre, payload)
+    assert response.status == 200, response.body
+    answer = body(response)
+    assert answer.get("alternatives") == expected
+    if expected is not None:
+        many = body(translate(libre, {**payload, "q": ["2026年", "3月"]}))
+        assert many["alternatives"] == [[], []]
+
+
+@pytest.mark.parametrize(
+    ("alternatives", "problem"),
+    [
+        (True, "Invalid request: alternatives must be an integer; got True"),
+        (0.5, "Invalid request: alternatives must be an integer; got 0.5"),
+        ("two", "Invalid request: alternatives must be an integer; got 'two'"),
+        ([1], "Invalid request: alternatives must be an integer; got [1]"),
+        (4, "Invalid request: alternatives must be between 0 and 3"),
+        (-1, "Invalid request: alternatives must be between 0 and 3"),
+    ],
+)
+def test_a_wrong_alternatives_count_is_refused(alternatives: object, problem: str) -> None:
+    libre, _ = api()
+    assert error(translate(libre, {"q": "你", "target": "en", "alternatives": alternatives}), 400) == problem
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ({"target": "en"}, "Invalid request: missing q parameter"),
+        ({"q": 5, "target": "en"}, "Invalid request: q must be a string or a list of strings"),
+        ({"q": ["a", 1], "target": "en"}, "Invalid request: q must be a string or a list of strings"),
+        ({"q": None, "target": "en"}, "Invalid request: q must be a string or a list of strings"),
+    ],
+)
+def test_q_must_be_a_string_or_a_list_of_them(payload: dict[str, Any], problem: str) -> None:
+    libre, _ = api()
+    assert error(translate(libre, payload), 400) == problem
+
+
+def test_a_form_body_as_libretranslates_clients_send_it() -> None:
+    libre, _ = api()
+    response = call(
+        libre, "POST", "/translate", urlencode({"q": "2026年", "source": "zh", "target": "en"}).encode(), FORM
+    )
+    assert body(response)["translatedText"].startswith("2026")
+
+
+# --- detection ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [
+        ("这个软件很好", {"language": "zh", "confidence": 100.0}),
+        ("這個軟體很好", {"language": "zt", "confidence": 100.0}),
+        ("你好 ab", {"language": "zh", "confidence": 50.0}),
+        ("你", {"language": "zh", "confidence": 100.0}),
+        ("\u9ffe\u9fff", {"language": "zh", "confidence": 100.0}),  # unassigned Han code points: no letters, capped
+        ("你好 abcd", {"language": "zh", "confidence": 33.3}),
+        ("hello", {"language": "en", "confidence": 100.0}),
+        ("123 !", {"language": "en", "confidence": 0.0}),
+        ("", {"language": "en", "confidence": 0.0}),
+    ],
+)
+def test_detect(q: str, expected: dict[str, object]) -> None:
+    libre, _ = api()
+    response = call(libre, "POST", "/detect", json.dumps({"q": q}).encode(), JSON)
+    assert response.status == 200
+    assert body(response) == [expected]
+
+
+def test_detect_looks_at_every_text_of_a_list() -> None:
+    libre, _ = api()
+    assert body(call(libre, "POST", "/detect", json.dumps({"q": ["hello", "這個軟體"]}).encode(), JSON)) == [
+        {"language": "zt", "confidence": 44.4}
+    ]
+    assert error(call(libre, "POST", "/detect", b"{}", JSON), 400) == "Invalid request: missing q parameter"
+
+
+# --- keys and failures ----------------------------------------------------------------------------------------
+
+
+def test_with_keys_translate_and_detect_need_one() -> None:
+    libre, _ = api(api_keys=(KEY,))
+    payload = {"q": "2026年", "target": "en"}
+    assert error(translate(libre, payload), 403) == (
+        "Visit the server's operator to get an API key: api_key is required (TRANSLATE_API_KEYS is set)"
+    )
+    assert error(translate(libre, {**payload, "api_key": "wrong"}), 403) == (
+        "Invalid API key: this server requires an api_key from its list (TRANSLATE_API_KEYS); ask the server's "
+        "operator for one"
+    )
+    assert translate(libre, {**payload, "api_key": KEY}).status == 200
+    assert translate(libre, payload, {"X-API-Key": KEY}).status == 200
+    assert error(call(libre, "POST", "/detect", b'{"q": "a"}', JSON), 403).startswith("Visit the server's operator")
+    assert call(libre, "GET", "/languages").status == 200
+
+
+@pytest.mark.parametrize(
+    ("failure", "status"),
+    [
+        (InvalidRequestError("bad text"), 400),
+        (RequestTooLargeError("too long"), 400),
+        (ModelUnavailableError("no model"), 500),
+        (DeadlineExceededError("no time"), 500),
+    ],
+)
+def test_each_failure_has_libretranslates_status(
+    failure: Exception, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    libre, service = api()
+    service.failure = failure
+    with caplog.at_level(logging.ERROR, logger="handler.api.compat.libretranslate"):
+        response = translate(libre, {"q": "你好", "target": "en"})
+    assert error(response, status) == str(failure)
+    logged = [r.getMessage() for r in caplog.records if r.name == "handler.api.compat.libretranslate"]
+    assert logged == (
+        [f"LibreTranslate /translate failed: {type(failure).__name__}: {failure}"] if status >= 500 else []
+    )
+
+
+def test_an_unexpected_error_is_500_without_details(caplog: pytest.LogCaptureFixture) -> None:
+    libre, service = api()
+    service.failure = RuntimeError("secret detail")
+    with caplog.at_level(logging.ERROR, logger="handler.api.compat.libretranslate"):
+        response = translate(libre, {"q": "你好", "target": "en"})
+    assert error(response, 500) == "internal error while translating; the function's log has the details"
+    assert caplog.records[-1].getMessage() == "LibreTranslate /translate failed with an unexpected error"
+    assert caplog.records[-1].exc_info is not None
+
+
+def test_a_model_that_is_not_there_is_500_and_the_rest_still_answers() -> None:
+    libre = LibreTranslateApi(Startup(shipped_config(), None, ModelUnavailableError("the bundle is missing"), 0.0))
+    assert error(translate(libre, {"q": "你好", "target": "en"}), 500) == "the bundle is missing"
+    assert call(libre, "GET", "/languages").status == 200
+    assert call(libre, "GET", "/frontend/settings").status == 200
+
+
+def test_a_body_over_the_limit_is_refused() -> None:
+    libre, _ = api()
+    assert MAX_BODY_BYTES == 10 * 1024 * 1024
+    response = call(libre, "POST", "/translate", b"q=" + b"a" * MAX_BODY_BYTES, FORM)
+    assert error(response, 400).startswith("the request body is 10,485,762 bytes; the limit is 10,485,760")
+    assert call(libre, "POST", "/languages", b"a" * (MAX_BODY_BYTES - 1), FORM).status == 200
+
+
+def test_its_routes() -> None:
+    libre, _ = api()
+    assert libre.routes == {
+        "/translate": ("POST",),
+        "/detect": ("POST",),
+        "/languages": ("GET", "POST"),
+        "/frontend/settings": ("GET",),
+    }
