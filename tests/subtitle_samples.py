@@ -76,8 +76,9 @@ def shape(text: str, fmt: str) -> Shape:
     return Shape(tuple(kept), tuple(cues))
 
 
-def check_translation(source: str, translation: str, fmt: str) -> list[str]:
-    """What is wrong with ``translation`` of the subtitle file ``source`` (empty: nothing)."""
+def check_translation(source: str, translation: str, fmt: str, *, english: bool = True) -> list[str]:
+    """What is wrong with ``translation`` of the subtitle file ``source`` (empty: nothing). ``english=False`` for
+    the tests' tiny random model, whose output is not English: no check for Chinese left in the cue text."""
     before, after = shape(source, fmt), shape(translation, fmt)
     problems = []
     if before.kept != after.kept:
@@ -91,7 +92,7 @@ def check_translation(source: str, translation: str, fmt: str) -> list[str]:
         visible = [_TAG.sub("", line) for line in new]
         if any(line.strip() for line in old) and not any(line.strip() for line in visible):
             problems.append(f"cue {number} is empty: {new}")
-        if any(_HAN.search(line) for line in visible):
+        if english and any(_HAN.search(line) for line in visible):
             problems.append(f"cue {number} still has Chinese: {new}")
         if any(len(line) > MAX_LINE_CHARS and " " in line.strip() for line in visible):
             problems.append(f"cue {number} has a line over {MAX_LINE_CHARS} characters: {new}")
@@ -99,7 +100,7 @@ def check_translation(source: str, translation: str, fmt: str) -> list[str]:
             problems.append(f"cue {number} had no Chinese but changed: {old} -> {new}")
         tags_before = _TAG.findall("".join(old))
         tags_after = _TAG.findall("".join(new))
-        if sorted(tags_before) != sorted(tags_after):
+        if set(tags_before) != set(tags_after):  # per-line italics repeat on as many lines as the English needs
             problems.append(f"cue {number} tags {tags_before} became {tags_after}")
     return problems
 
@@ -114,6 +115,10 @@ def long_srt(cues: int) -> str:
         ("我昨天和朋友一起去了", "北京的一家", "非常有名的饭馆。"),
         ("这个多少钱？",),
         ("今天天气很好，", "我们去公园散步吧。"),
+        ("你叫什么名字？",),
+        ("明天早上九点", "我们在图书馆门口", "见面好不好？"),
+        ("太贵了！",),
+        ("我从来没有", "见过这么美的地方。"),
     ]
     out = []
     number = 0

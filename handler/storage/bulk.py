@@ -294,7 +294,7 @@ def start_job(
         "model": info.get("model"),
         "bundle_hash": info.get("bundle_hash"),
         "part_chars": config.part_chars,
-        **({"format": fmt} if is_subtitles(fmt) else {}),
+        **({"file_format": fmt} if is_subtitles(fmt) else {}),
         "lead": lead,
         "parts": [
             {
@@ -344,7 +344,7 @@ def start_job(
 
 def _parts_from(manifest: dict[str, Any], text: str) -> list[Part]:
     """The parts an existing manifest planned, cut again from the same text (its hashes must match)."""
-    lead, parts = _plan(text, int(manifest["part_chars"]), manifest.get("format", "text"))
+    lead, parts = _plan(text, int(manifest["part_chars"]), manifest.get("file_format", "text"))
     recorded = [entry["sha256"] for entry in manifest["parts"]]
     if lead != manifest["lead"] or [_sha256(part.text) for part in parts] != recorded:
         raise BulkError(f"job {manifest['job']}: the source no longer cuts into the parts its manifest records")
@@ -375,7 +375,7 @@ def translate_part(
         if _sha256(text) != entry["sha256"]:
             raise BulkError(f"{layout.part(index)} does not match the sha256 its manifest records")
         began = time.monotonic()
-        fmt = manifest.get("format", "text")
+        fmt = manifest.get("file_format", "text")
         translation = _translate_part_text(service, text, deadline, fmt=fmt, fragment=index > 0)
         written = store.write_if(
             done_ref, translation.encode("utf-8"), {META_JOB: manifest["job"], "bulk-part": str(index)}, None

@@ -234,9 +234,13 @@ def translate_file_text(
     """A decoded file's translation in its format (``format_for``): subtitles by ``handler.text.subtitles``
     (``fragment``: a WebVTT part after the first), the rest by ``translate_text`` with ``fmt`` as the format."""
     if is_subtitles(fmt):
-        return translate_subtitles(
-            service, text, fmt, options, fragment=fragment, name=name, deadline=deadline, progress=progress
-        )
+        # one sentence a line, translated as plain text (handler.text.subtitles keeps the structure)
+        plain = replace(options or TranslateOptions(), format="text", scores=False)
+
+        def translate_document(document: str) -> str:
+            return service.translate_document(document, plain, deadline=deadline, progress=progress)
+
+        return translate_subtitles(translate_document, text, fmt, fragment=fragment, name=name)
     options = replace(options, format=fmt) if options is not None else TranslateOptions(format=fmt)
     return translate_text(service, text, options, deadline=deadline, progress=progress)
 

@@ -11,8 +11,9 @@ Steps:
    pieces form one sentence until a piece ends one (``。！？!?…``), a dialogue line starts (``- ``), the next cue
    starts more than ``MAX_GAP_SECONDS`` later, the sentence already spans ``MAX_SENTENCE_CUES`` cues, or a piece
    without Chinese comes (kept as it is). A sentence over three cues is translated once, whole.
-3. **translate** every sentence in one ``TranslationService.translate_document`` call (one sentence per line:
-   deadline, progress and the translation memory work as for any file).
+3. **translate** every sentence in one call of the caller's document translator (one sentence per line; the
+   storage layer passes the service's ``translate_document``, so deadline, progress and the translation memory
+   work as for any file).
 4. **redistribute** (``redistribute``) each sentence's English over its pieces in proportion to their source
    length, cut at word boundaries, at least one word per piece (a cue that had text never comes back empty: with
    fewer words than pieces the rest get ``…``); nothing crosses a sentence boundary.
@@ -24,19 +25,14 @@ Steps:
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
 
 from handler.errors import InvalidRequestError, TranslatorError
 from handler.text.spans import has_chinese
-
-if TYPE_CHECKING:
-    from handler.service import TranslateOptions, TranslationService
 
 SUBTITLE_FORMATS = ("srt", "vtt")
 MAX_LINE_CHARS = 42  # visible characters per output line (tags not counted), the common broadcast guideline
@@ -49,6 +45,7 @@ _SRT_TIME = r"(\d{1,3}):([0-5]\d):([0-5]\d)[,.](\d{1,3})"
 _SRT_TIMING = re.compile(rf"[ \t]*{_SRT_TIME}[ \t]*-->[ \t]*{_SRT_TIME}(?:[ \t].*)?")
 _VTT_TIME = r"(?:(\d{2,}):)?([0-5]\d):([0-5]\d)\.(\d{3})"
 _VTT_TIMING = re.compile(rf"[ \t]*{_VTT_TIME}[ \t]+-->[ \t]+{_VTT_TIME}(?:[ \t].*)?")
+_TIMING_LIKE = re.compile(r"[ \t]*\d[\d:.,]*[ \t]*-+>")
 _VTT_HEADER = re.compile(r"WEBVTT(?:[ \t].*)?")
 _VTT_KEPT_BLOCK = re.compile(r"(?:NOTE|STYLE|REGION)(?:[ \t].*)?")
 _TAG = r"(?:\{\\[^{}\r\n]*\}|<[^<>\r\n]+>)"
@@ -161,7 +158,8 @@ def parse_track(text: str, fmt: str, *, fragment: bool = False, name: str = "the
         elif len(block) > 1 and timing.fullmatch(block[1][1]) and has_label:
             at = 1
         else:
-            bad = block[1] if len(block) > 1 and has_label else block[0]
+            looks_timed = _TIMING_LIKE.match(first) is not None  # a broken timing line, not an identifier
+            bad = block[1] if len(block) > 1 and has_label and not looks_timed else block[0]
             line_number = bisect.bisect_right([start for start, _, _ in lines], bad[0])
             raise InvalidRequestError(
                 f"{name} is not valid {'SRT' if fmt == 'srt' else 'WebVTT'}: line {line_number:,} should be a "
@@ -352,28 +350,24 @@ def wrap(text: str, width: int = MAX_LINE_CHARS) -> list[str]:
 
 # --- translation -------------------------------------------------------------------------------------------------
 def translate_subtitles(
-    service: TranslationService,
+    translate_document: Callable[[str], str],
     text: str,
     fmt: str,
-    options: TranslateOptions | None = None,
     *,
     fragment: bool = False,
     name: str = "the file",
-    deadline: float | None = None,
-    progress: Callable[[int, int], None] | None = None,
 ) -> str:
-    """The subtitle file ``text`` with its cue text in English and everything else as it was."""
-    from handler.service import TranslateOptions
+    """The subtitle file ``text`` with its cue text in English and everything else as it was.
 
+    ``translate_document`` translates a text of one sentence a line into as many lines (the service's
+    ``translate_document`` with the file's options, deadline and progress: ``handler.storage.files``)."""
     track = parse_track(text, fmt, fragment=fragment, name=name)
     sentences = group_sentences(track)
     sources = [sentence_source(sentence) for sentence in sentences]
     wanted = [i for i, source in enumerate(sources) if has_chinese(source)]
     english: dict[int, str] = {}
     if wanted:
-        base = dataclasses.replace(options or TranslateOptions(), format="text", scores=False)
-        document = "\n".join(sources[i] for i in wanted)
-        output = service.translate_document(document, base, deadline=deadline, progress=progress).split("\n")
+        output = translate_document("\n".join(sources[i] for i in wanted)).split("\n")
         if len(output) != len(wanted):
             raise TranslatorError(f"the translation of {name} has {len(output)} sentences, not {len(wanted)}")
         english = dict(zip(wanted, output, strict=True))

@@ -165,9 +165,10 @@ def test_shipped_model_keeps_every_structural_element(name: str, variant: str) -
 def test_shipped_model_in_parts_equals_the_whole_file() -> None:
     text = long_srt(40)
     service = shipped_service()
-    whole = translate_subtitles(service, text, "srt")
+    whole = translate_subtitles(service.translate_document, text, "srt")
     _, parts = plan_parts_at(text, 300, part_cuts(parse_track(text, "srt")))
     assert len(parts) > 2
-    pieces = [translate_subtitles(service, p.text, "srt", fragment=i > 0) + p.separator for i, p in enumerate(parts)]
-    assert "".join(pieces) == whole
+    translate = service.translate_document
+    pieces = [translate_subtitles(translate, p.text, "srt", fragment=i > 0) + p.separator for i, p in enumerate(parts)]
+    assert "".join(pieces) == whole == translate_file_text(service, text, "srt")
     assert check_translation(text, whole, "srt") == []
