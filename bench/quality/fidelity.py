@@ -8,6 +8,11 @@ On the fidelity set (``tests/fixtures/fidelity.jsonl``, ``bench/quality/fidelity
 * **leaked**: the share of outputs holding a placeholder (``X1``...) the input did not;
 * **skeleton** (``html``, ``markdown``): the share of outputs whose markup skeleton equals the input's;
 
+* **subtitles** (``.srt``, ``.vtt`` files made by ``fidelity_set.subtitle_files``, translated as a file upload is):
+  the share of files whose structure (everything but cue text: numbers, timing lines with their settings, headers,
+  NOTE/STYLE blocks, blank lines, line endings) is kept byte for byte, whose cue count is equal, and the cues left
+  empty, cues with Chinese left and lines over the 42-character maximum;
+
 "before" is today's raw pipeline (no protection, plain text, the 3-gram repetition guard); "after" is the
 default pipeline (protection on, the item's format, the default guard: no 4-gram twice, no stretch repeated at
 once). With ``--dev`` it also scores the
@@ -34,9 +39,11 @@ import handler.model.decoding as decoding
 from handler.config import DEFAULT_BUNDLE_DIR, REPO_ROOT, RuntimeConfig
 from handler.model.loader import load_model
 from handler.service import TranslateOptions, TranslationService
+from handler.storage.files import translate_file_text
 from handler.text.markup import skeleton
 from handler.text.numbers import find_amounts
-from handler.text.spans import contains_placeholder
+from handler.text.spans import contains_placeholder, has_chinese
+from handler.text.subtitles import MAX_LINE_CHARS, Track, parse_track
 
 FIDELITY_SET = REPO_ROOT / "tests" / "fixtures" / "fidelity.jsonl"
 BATCH = 64
@@ -161,6 +168,48 @@ def table(before: dict[str, ClassScore], after: dict[str, ClassScore]) -> str:
     return "\n".join(lines)
 
 
+# --- subtitles -----------------------------------------------------------------------------------------------
+_TAGS = re.compile(r"<[^<>]*>|\{\\[^{}]*\}")
+
+
+def subtitle_structure(track: Track) -> str:
+    """Everything in a subtitle file but its cue text (each cue's text replaced by one marker)."""
+    pieces, at = [], 0
+    for cue in track.cues:
+        pieces += [track.source[at : cue.text_start], "\0"]
+        at = cue.text_end
+    return "".join(pieces) + track.source[at:]
+
+
+def subtitle_report(service: TranslationService) -> str:
+    from bench.quality.fidelity_set import subtitle_files
+
+    rows = []
+    for fmt in ("srt", "vtt"):
+        files = [(name, text) for name, text, kind in subtitle_files() if kind == fmt]
+        kept = equal = cues = empty = chinese = long_lines = 0
+        for name, text in files:
+            source = parse_track(text, fmt, name=name)
+            output = parse_track(translate_file_text(service, text, fmt, name=name), fmt, name=name)
+            kept += subtitle_structure(source) == subtitle_structure(output)
+            equal += len(source.cues) == len(output.cues)
+            cues += len(source.cues)
+            for before, after in zip(source.cues, output.cues, strict=False):
+                visible = [_TAGS.sub("", line) for line in after.lines]
+                empty += any(line.strip() for line in before.lines) and not any(line.strip() for line in visible)
+                chinese += any(has_chinese(line) for line in visible)
+                long_lines += sum(len(line) > MAX_LINE_CHARS and " " in line.strip() for line in visible)
+        rows.append(
+            f"| {fmt} | {len(files)} | {cues} | {kept / len(files):.0%} | {equal / len(files):.0%} | {empty} | "
+            f"{chinese} | {long_lines} |"
+        )
+    header = (
+        f"| format | files | cues | structure kept | cue count equal | cues empty | cues with Chinese | "
+        f"lines over {MAX_LINE_CHARS} |\n|---|---|---|---|---|---|---|---|"
+    )
+    return "\n".join(["", "subtitles (targets: 100%, 100%, 0, 0, 0):", header, *rows])
+
+
 # --- dev BLEU and loops --------------------------------------------------------------------------------------
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -202,7 +251,7 @@ def fidelity_report(service: TranslationService, label: str, show_failures: int)
     with guard("old"):
         before = score(items, translate_items(service, items, after=False))
     after = score(items, translate_items(service, items, after=True))
-    out = [f"### {label}: {len(items)} sentences", "", table(before, after)]
+    out = [f"### {label}: {len(items)} sentences", "", table(before, after), subtitle_report(service)]
     if show_failures:
         for kind, result in after.items():
             for failure in result.failures[:show_failures]:

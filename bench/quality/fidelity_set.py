@@ -462,6 +462,80 @@ def build() -> list[dict[str, object]]:
     return items
 
 
+# --- subtitles: whole files, made here from dev sentences (make fidelity translates them; nothing is written) ---------
+SUBTITLE_FILES = 12  # of each format
+SUBTITLE_CUES = 14  # about, per file
+
+
+def _cut_into_cues(sentence: str, pieces: int) -> list[str]:
+    """A sentence cut into ``pieces`` cue texts, after a clause mark where one is near, else by length."""
+    if pieces <= 1 or len(sentence) < 2 * pieces:
+        return [sentence]
+    cuts, at = [], 0
+    for number in range(1, pieces):
+        aim = len(sentence) * number // pieces
+        marks = [m.end() for m in re.finditer(r"[，、：,]", sentence) if at < m.end() < len(sentence) - 1]
+        near = [m for m in marks if abs(m - aim) <= 3]
+        cut = near[0] if near else max(aim, at + 1)
+        cuts.append(cut)
+        at = cut
+    bounds = [0, *cuts, len(sentence)]
+    return [sentence[bounds[i] : bounds[i + 1]] for i in range(pieces)]
+
+
+def _timestamp(milliseconds: int, fmt: str) -> str:
+    hours, rest = divmod(milliseconds, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds, millis = divmod(rest, 1000)
+    separator = "," if fmt == "srt" else "."
+    return f"{hours:02d}:{minutes:02d}:{seconds:02d}{separator}{millis:03d}"
+
+
+def subtitle_files() -> list[tuple[str, str, str]]:
+    """``(name, text, format)``: SRT and WebVTT files of dev sentences, one to three cues a sentence, with italics,
+    ``{\\an8}``, dialogue dashes, cue settings, a repeated line, a cue without Chinese, and (WebVTT) a header with
+    a STYLE block and a NOTE; every third file has CRLF line endings."""
+    rng = random.Random(SEED + 1)
+    dev = [sentence for sentence in _dev_sentences() if sentence[-1] in "。！？"]
+    rng.shuffle(dev)
+    sentences = iter(dev)
+    files = []
+    for fmt in ("srt", "vtt"):
+        for number in range(SUBTITLE_FILES):
+            blocks: list[str] = []
+            if fmt == "vtt":
+                blocks += ["WEBVTT - 字幕\nKind: captions", "STYLE\n::cue {\n  color: yellow;\n}", "NOTE 不翻译的注释"]
+            clock, cue = 1_000, 0
+            while cue < SUBTITLE_CUES:
+                style = rng.randrange(8)
+                if style == 0:
+                    texts = ["好的。"]  # repeated across files: the translation memory's case
+                elif style == 1:
+                    texts = ["♪ ♪"]
+                elif style == 2:
+                    texts = [f"- {next(sentences)}\n- {next(sentences)}"]
+                else:
+                    texts = _cut_into_cues(next(sentences), rng.choice((1, 2, 3)))
+                for text in texts:
+                    if rng.randrange(6) == 0 and "\n" not in text:
+                        text = f"<i>{text}</i>"
+                    elif rng.randrange(8) == 0 and fmt == "srt":
+                        text = "{\\an8}" + text
+                    end = clock + 800 + 90 * len(text)
+                    timing = f"{_timestamp(clock, fmt)} --> {_timestamp(end, fmt)}"
+                    if rng.randrange(4) == 0:
+                        timing += " align:start position:10%" if fmt == "vtt" else " X1:100 X2:600 Y1:20 Y2:80"
+                    label = f"{cue + 1}\n" if fmt == "srt" or rng.randrange(3) == 0 else ""
+                    blocks.append(f"{label}{timing}\n{text}")
+                    clock, cue = end + rng.choice((100, 200, 400)), cue + 1
+                clock += rng.choice((0, 0, 3_000))  # now and then a pause: a new sentence
+            text = "\n\n".join(blocks) + "\n"
+            if number % 3 == 2:
+                text = text.replace("\n", "\r\n")
+            files.append((f"film-{number + 1:02d}.{fmt}", text, fmt))
+    return files
+
+
 def main() -> int:
     items = build()
     OUT.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items), encoding="utf-8")
