@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from handler.errors import InvalidRequestError
 from handler.storage.files import decode_text, translate_file_text
@@ -172,3 +174,43 @@ def test_shipped_model_in_parts_equals_the_whole_file() -> None:
     pieces = [translate_subtitles(translate, p.text, "srt", fragment=i > 0) + p.separator for i, p in enumerate(parts)]
     assert "".join(pieces) == whole == translate_file_text(service, text, "srt")
     assert check_translation(text, whole, "srt") == []
+
+
+# --- any file: structure kept whatever the translator answers ---------------------------------------------------
+def _english_of(document: str) -> str:
+    """A stand-in translator: per line, as many words as the line has characters divided by three (0 to many)."""
+    return "\n".join(" ".join(["word"] * (len(line) // 3)) for line in document.split("\n"))
+
+
+_CUE_TEXTS = st.lists(
+    st.sampled_from(
+        [
+            "好的。",
+            "我们",
+            "去公园",
+            "散步吧。",
+            "<i>太贵了！</i>",
+            "{\\an8}你好",
+            "- 你是谁？",
+            "♪ ♪",
+            "很好，",
+            "真的吗",
+        ]
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_CUE_TEXTS, min_size=1, max_size=12), st.booleans(), st.sampled_from(["srt", "vtt"]))
+def test_any_file_keeps_its_structure_and_no_cue_is_left_empty(cues: list[list[str]], windows: bool, fmt: str) -> None:
+    comma = "," if fmt == "srt" else "."
+    blocks = ["WEBVTT\n\nNOTE 注释"] if fmt == "vtt" else []
+    for number, lines in enumerate(cues):
+        timing = f"00:00:{number * 2:02d}{comma}000 --> 00:00:{number * 2 + 1:02d}{comma}500"
+        blocks.append(f"{number + 1}\n{timing}\n" + "\n".join(lines))
+    text = "\n\n".join(blocks) + "\n"
+    text = crlf(text) if windows else text
+    translation = translate_subtitles(_english_of, text, fmt)
+    assert check_translation(text, translation, fmt) == []
