@@ -339,6 +339,11 @@ EQUIVALENT: dict[str, str] = {
     "handler.api.compat.libretranslate.xǁLibreTranslateApiǁ_translate__mutmut_45": (
         '(fields.text("format") or "text") -> "TEXT": lower-cased on the same line, so the default is text either way'
     ),
+    # --- handler/text/spans.py
+    "handler.text.spans.x__at_start__mutmut_7": (
+        'split(" ", 1)[0] -> split(" ")[0]: the first word is the same however often the rest is split'
+    ),
+    "handler.text.spans.x__at_start__mutmut_10": 'split(" ", 1)[0] -> split(" ", 2)[0]: as above, the same first word',
 }
 
 

@@ -319,6 +319,11 @@ def test_restore_capitalises_chosen_english_at_the_start_only() -> None:
     assert stitched("苹果手机很好", {"很好": "Is good."}, {"苹果手机": "iPhone"}) == "iPhone is good"
     mixed = protect("电子邮件很好", {"电子邮件": "e-mail address"})
     assert restore(mixed, "X1 is good") == "E-mail address is good"
+    # only the first word decides: "web API" starts a sentence as "Web API", "the Beatles fan" as "The Beatles fan"
+    api = protect("网络接口很好", {"网络接口": "web API"})
+    assert restore(api, "X1 is good") == "Web API is good"
+    fan = protect("披头士迷很好", {"披头士迷": "the Beatles fan"})
+    assert restore(fan, "X1 is good") == "The Beatles fan is good"
 
 
 # --- the rounds ----------------------------------------------------------------------------------------------
