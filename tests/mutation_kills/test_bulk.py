@@ -582,7 +582,8 @@ def test_every_part_is_translated_once_and_the_last_assembles_the_output(
         m.startswith(f"job {job} part 3/3: {len(parts[2].text):,} characters in ") and m.endswith(" s (translated)")
         for m in messages
     ), messages
-    durations = [float(m.split(" characters in ")[1].split(" s ")[0]) for m in messages if " characters in " in m]
+    part_lines = [m for m in messages if m.startswith(f"job {job} part ")]  # not the planning line ("... in 3 parts")
+    durations = [float(m.split(" characters in ")[1].split(" s ")[0]) for m in part_lines]
     assert len(durations) == 3 and all(0 <= seconds < 60 for seconds in durations)
     assert f"job {job}: wrote {output} ({len(text.encode()):,} bytes, 3 parts)" in messages
 
