@@ -288,7 +288,8 @@ def test_a_form_body_as_libretranslates_clients_send_it() -> None:
         ("這個軟體很好", {"language": "zt", "confidence": 100.0}),
         ("你好 ab", {"language": "zh", "confidence": 50.0}),
         ("你", {"language": "zh", "confidence": 100.0}),
-        ("\U0002fa1e\U0002fa1f", {"language": "zh", "confidence": 100.0}),  # unassigned Han code points: no letters, capped
+        # unassigned Han code points: no letters, capped
+        ("\U0002fa1e\U0002fa1f", {"language": "zh", "confidence": 100.0}),
         ("你好 abcd", {"language": "zh", "confidence": 33.3}),
         ("hello", {"language": "en", "confidence": 100.0}),
         ("123 !", {"language": "en", "confidence": 0.0}),
