@@ -2,10 +2,12 @@
 
     python -m build.calibrate --bundle model_artifacts/default [--pairs N] [--write]
 
-Translates the dev set through the real service with ``scores`` on (``handler.model.confidence``), scores each
-translation against its reference with sentence chrF (sacreBLEU), and fits the knots that map the model's score
-(mean log-probability per token) to the expected chrF / 100 (``confidence.fit_knots``). The flag threshold is the
-dev set's lowest decile of confidence; the usual length ratio runs from its 2nd percentile to 1.5 x its 99.5th.
+Translates the repository's dev set (``data/corpus``, whatever ``TRANSLATE_CORPUS_DIR`` says: every bundle is
+calibrated on the same sentences) through the real service with ``scores`` on (``handler.model.confidence``),
+scores each translation against its reference with sentence chrF (sacreBLEU), and fits the knots that map the
+model's score (mean log-probability per token) to the expected chrF / 100 (``confidence.fit_knots``). The flag
+threshold is the dev set's lowest decile of confidence; the usual length ratio runs from its 2nd percentile to
+1.5 x its 99.5th.
 
 **Does it separate bad from good translations?** Fitted on half the dev set (even positions) and measured on the
 other half (odd positions), so no sentence is judged by a calibration it helped make, it prints
@@ -200,7 +202,7 @@ def calibrate(bundle_dir: Path, pairs: list[corpus.Pair], beam_size: int, thread
     return {
         "calibration": shipped,
         "evaluation": {
-            "dev_set": corpus.describe_dev_set(pairs),
+            "dev_set": corpus.describe_dev_set(pairs, corpus.REPOSITORY_CORPUS_DIR),
             "beam_size": beam_size,
             "fitted_on": "even positions; measured on odd positions (held out)",
             **held_out,
@@ -223,10 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--write", action="store_true", help="store the calibration in the bundle's manifest")
     args = parser.parse_args(argv)
-    pairs = corpus.dev_pairs()
+    pairs = corpus.dev_pairs(corpus.REPOSITORY_CORPUS_DIR)  # the repository's dev set, for every bundle alike
     if args.pairs:
         pairs = pairs[: args.pairs]
-    print(f"calibrating {args.bundle} on {corpus.describe_dev_set(pairs)}", flush=True)
+    print(f"calibrating {args.bundle} on {corpus.describe_dev_set(pairs, corpus.REPOSITORY_CORPUS_DIR)}", flush=True)
     result = calibrate(args.bundle, pairs, args.beam_size, args.threads)
     print(report(result["evaluation"]))
     calibration: Calibration = result["calibration"]

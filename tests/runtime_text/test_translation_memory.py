@@ -152,7 +152,7 @@ class CountingDecoding:
 
 
 def dev_texts() -> list[str]:
-    texts = [pair.zh for pair in corpus.dev_pairs()[:DEV_SENTENCES]]
+    texts = [pair.zh for pair in corpus.dev_pairs(corpus.REPOSITORY_CORPUS_DIR)[:DEV_SENTENCES]]
     # the dev set, then again in another order and in pairs: other batch companions, every segment remembered
     return texts + texts[::-1] + ["".join(texts[i : i + 2]) for i in range(0, len(texts), 2)]
 
