@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,29 +25,12 @@ from handler.errors import (
     StorageError,
     TranslatorError,
 )
-from handler.service import TranslateOptions, TranslationService
+from handler.service import TranslateOptions
 from handler.text.script_conversion import AUTO, SIMPLIFIED, TRADITIONAL
-from tests.fuzz.shipped import NEEDS_SHIPPED_BUNDLE, shipped_config, shipped_model
+from tests.fuzz.shipped import NEEDS_SHIPPED_BUNDLE, shipped_config
+from tests.mutation_kills.recording import FORM, JSON, KEY, RecordingService
 
 pytestmark = NEEDS_SHIPPED_BUNDLE
-
-KEY = "k-0123456789abcdef"
-FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-JSON = {"Content-Type": "application/json"}
-
-
-class RecordingService(TranslationService):
-    def __init__(self, **overrides: object) -> None:
-        super().__init__(shipped_model(), shipped_config(beam_size=1, **overrides))
-        self.options: list[TranslateOptions] = []
-        self.failure: Exception | None = None
-
-    def translate_many(self, texts: Sequence[str], options: TranslateOptions | None = None, **kwargs: Any) -> list[str]:
-        assert options is not None
-        self.options.append(options)
-        if self.failure is not None:
-            raise self.failure
-        return super().translate_many(texts, options, **kwargs)
 
 
 def api(**overrides: object) -> tuple[DeepLApi, RecordingService]:
