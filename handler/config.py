@@ -36,6 +36,8 @@ ENV_LOG_TEXT = "TRANSLATE_LOG_TEXT"
 ENV_PART_CHARS = "TRANSLATE_PART_CHARS"
 ENV_WORK_PREFIX = "TRANSLATE_WORK_PREFIX"
 ENV_MEMORY_BYTES = "TRANSLATE_MEMORY_BYTES"
+ENV_STATE_DIR = "TRANSLATE_STATE_DIR"
+ENV_STATE_PREFIX = "TRANSLATE_STATE_PREFIX"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BUNDLE_DIR = REPO_ROOT / "model_artifacts" / "default"
@@ -72,6 +74,10 @@ class RuntimeConfig:
     part_chars: int = 20_000  # plain-text files longer than this fan out in parts of at most this many; 0 = never
     work_prefix: str = "_bulk/"  # key prefix of fan-out manifests, parts and part results (output bucket)
     memory_bytes: int = 16 * 1024 * 1024  # bound of the sentence translation memory (handler.translation_memory)
+    # where uploaded documents and stored glossaries live (handler.storage.state): a deployment with an output
+    # bucket keeps them there under state_prefix; the local server keeps them in state_dir
+    state_dir: Path = Path(".translate-state")
+    state_prefix: str = "_state/"
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str, str]] = [
@@ -95,6 +101,17 @@ class RuntimeConfig:
                 and not (self.output_prefix or "").startswith(self.work_prefix),
                 ENV_WORK_PREFIX,
                 f"a key prefix ending in '/' that neither contains nor is inside {ENV_OUTPUT_PREFIX}",
+            ),
+            (
+                self.state_prefix.endswith("/")
+                and len(self.state_prefix) > 1
+                and not any(
+                    prefix and (self.state_prefix.startswith(prefix) or prefix.startswith(self.state_prefix))
+                    for prefix in (self.output_prefix, self.work_prefix)
+                ),
+                ENV_STATE_PREFIX,
+                f"a key prefix ending in '/' that neither contains nor is inside {ENV_OUTPUT_PREFIX} or "
+                f"{ENV_WORK_PREFIX}",
             ),
         ]
         for ok, variable, allowed in checks:
@@ -203,6 +220,8 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_PART_CHARS: "part_chars",
     ENV_WORK_PREFIX: "work_prefix",
     ENV_MEMORY_BYTES: "memory_bytes",
+    ENV_STATE_DIR: "state_dir",
+    ENV_STATE_PREFIX: "state_prefix",
 }
 
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
@@ -227,6 +246,8 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "part_chars": _number(int, "an integer"),
     "work_prefix": lambda _variable, raw: raw,
     "memory_bytes": _number(int, "an integer"),
+    "state_dir": lambda _variable, raw: Path(raw),
+    "state_prefix": lambda _variable, raw: raw,
 }
 
 assert set(_PARSERS) == set(_FIELD_BY_ENV.values()) == {f.name for f in fields(RuntimeConfig)}

@@ -207,6 +207,14 @@ class S3Store:
             raise
         return True
 
+    def delete(self, ref: ObjectRef, version: str | None = None) -> bool:
+        """DeleteObject (only while the object is at ``version``, when given); False when it was not there."""
+        if self.version(ref) is None:
+            return False
+        condition = {} if version is None else {"IfMatch": version}
+        self.client.delete_object(Bucket=ref.bucket, Key=ref.key, **condition)
+        return True
+
     def list_keys(self, bucket: str, prefix: str) -> list[str]:
         keys: list[str] = []
         for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
@@ -302,6 +310,19 @@ class GcsStore:
         condition = {} if version == "" else {"if_generation_match": int(version or 0)}
         try:
             blob.upload_from_string(data, content_type=content_type, **condition, **self._once)
+        except PreconditionFailed:
+            return False
+        return True
+
+    def delete(self, ref: ObjectRef, version: str | None = None) -> bool:
+        """Delete the blob (only while it is at generation ``version``, when given); False when it was not there."""
+        from google.api_core.exceptions import NotFound, PreconditionFailed
+
+        condition = {} if not version else {"if_generation_match": int(version)}
+        try:
+            self.client.bucket(ref.bucket).blob(ref.key).delete(**condition, **self._once)
+        except NotFound:
+            return False
         except PreconditionFailed:
             return False
         return True

@@ -22,7 +22,10 @@ TEMPLATE = REPO_ROOT / "infra" / "aws" / "template.yaml"
 GCP_DEPLOY = REPO_ROOT / "infra" / "gcp" / "deploy.sh"
 GCP_ENV = REPO_ROOT / "infra" / "gcp" / "env.yaml"
 
-ENV_VARS = {value for name, value in vars(runtime_config).items() if name.startswith("ENV_")}
+# TRANSLATE_STATE_DIR is the local server's folder; a deployment keeps its state in the output bucket
+ENV_VARS = {value for name, value in vars(runtime_config).items() if name.startswith("ENV_")} - {
+    runtime_config.ENV_STATE_DIR
+}
 
 
 class _CloudFormationLoader(yaml.SafeLoader):
