@@ -178,6 +178,26 @@ def sample_docx() -> bytes:
     return out.getvalue()
 
 
+def long_docx(paragraphs: int) -> bytes:
+    """A document of ``paragraphs`` numbered paragraphs with a bold word each, a table and an image: more text to
+    translate than one fan-out part holds."""
+    document = docx.Document()
+    document.add_heading("长篇报告", level=1)
+    for number in range(paragraphs):
+        paragraph = document.add_paragraph(f"第{number + 1}段：今天我们讨论")
+        paragraph.add_run("经济发展").bold = True
+        paragraph.add_run("的问题，大家都认为这个问题非常重要。")
+        if number % 25 == 0:
+            paragraph.add_run().add_picture(io.BytesIO(tiny_png()), width=Inches(0.3))
+    table = document.add_table(rows=2, cols=2)
+    for (row, column), text in {(0, 0): "年份", (0, 1): "收入", (1, 0): "二零二四", (1, 1): "一百万"}.items():
+        table.cell(row, column).text = text
+    document.sections[0].header.paragraphs[0].text = "内部资料"
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
 # --- the independent check ------------------------------------------------------------------------------------
 
 
