@@ -64,7 +64,7 @@ def _add_hyperlink(paragraph: docx.text.paragraph.Paragraph, url: str, text: str
     )
 
 
-def _add_notes(document: docx.document.Document, kind: str, text: str) -> None:
+def add_notes(document: docx.document.Document, kind: str, text: str) -> None:
     """A footnotes or endnotes part (separators and one note with id 1), related from the document."""
     element = "footnote" if kind == "footnotes" else "endnote"
     style = "FootnoteReference" if kind == "footnotes" else "EndnoteReference"
@@ -82,7 +82,7 @@ def _add_notes(document: docx.document.Document, kind: str, text: str) -> None:
     document.part.relate_to(part, relationship)
 
 
-def _note_reference(paragraph: docx.text.paragraph.Paragraph, kind: str) -> None:
+def note_reference(paragraph: docx.text.paragraph.Paragraph, kind: str) -> None:
     style = "FootnoteReference" if kind == "footnote" else "EndnoteReference"
     paragraph._p.append(
         parse_xml(
@@ -127,7 +127,7 @@ def sample_docx() -> bytes:
     second.add_run("，或者")
     second.add_run("联系我们").italic = True
     second.add_run("。")
-    _note_reference(second, "footnote")
+    note_reference(second, "footnote")
     third = document.add_paragraph("第一项")
     third.add_run().add_tab()
     third.add_run("第二项")
@@ -137,7 +137,7 @@ def sample_docx() -> bytes:
     fields = document.add_paragraph("本文档共有")
     _complex_field(fields, "NUMPAGES", "3")
     fields.add_run("页，打印于今天。")
-    _note_reference(fields, "endnote")
+    note_reference(fields, "endnote")
     bookmarked = document.add_paragraph()
     bookmarked._p.append(parse_xml(f'<w:bookmarkStart {nsdecls("w")} w:id="0" w:name="summary"/>'))
     bookmarked.add_run("总结：我们的收入增长了百分之二十。")
@@ -171,8 +171,8 @@ def sample_docx() -> bytes:
     footer.add_run("页")
     section.first_page_footer.paragraphs[0].text = "机密"
     section.even_page_footer.paragraphs[0].text = "版权所有"
-    _add_notes(document, "footnotes", "数据来源：国家统计局。")
-    _add_notes(document, "endnotes", "本报告仅供参考。")
+    add_notes(document, "footnotes", "数据来源：国家统计局。")
+    add_notes(document, "endnotes", "本报告仅供参考。")
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
