@@ -175,3 +175,24 @@ def test_cli_refuses_a_corrupt_docx_with_one_line_and_writes_nothing(
     assert result.returncode == 1 and result.stdout == b""
     assert b"not a Word .docx document" in result.stderr and b"Traceback" not in result.stderr
     assert result.stderr.count(b"\n") == 1 and not output.exists()
+
+
+def test_cli_refuses_to_write_a_docx_to_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import sys
+
+    from handler.adapters import cli
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    source = tmp_path / "report.docx"
+    source.write_bytes(sample_docx())
+    terminal = Terminal(io.BytesIO())
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert cli.main(["translate", str(source)]) == 1
+    assert terminal.buffer.getvalue() == b""  # type: ignore[attr-defined]
+    assert "refusing to write a binary docx file to the terminal" in capsys.readouterr().err

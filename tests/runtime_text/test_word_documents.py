@@ -295,3 +295,97 @@ ANY_TRANSLATOR: list[Callable[[str], str]] = [_identity, fake_english]
 def test_translating_twice_the_same_bytes_gives_the_same_output(translate: Callable[[str], str]) -> None:
     data = sample_docx()
     assert translate_word_document(translate, data) == translate_word_document(translate, data)
+
+
+# --- what Word itself writes -------------------------------------------------------------------------------------
+def _docx_with_body(body_xml: str) -> bytes:
+    """A python-docx document whose body is ``body_xml`` (paragraphs in WordprocessingML, ``w`` and ``r`` bound)."""
+    document = docx.Document()
+    body = document.element.body
+    for child in list(body):
+        if child.tag != f"{{{W}}}sectPr":
+            body.remove(child)
+    wrapper = etree.fromstring(
+        f'<w:body xmlns:w="{W}" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
+        f"{body_xml}</w:body>"
+    )
+    for index, child in enumerate(wrapper):
+        body.insert(index, child)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def _run(text: str, rpr: str = "", rsid: str = "00A1") -> str:
+    return f'<w:r w:rsidR="{rsid}">{f"<w:rPr>{rpr}</w:rPr>" if rpr else ""}<w:t xml:space="preserve">{text}</w:t></w:r>'
+
+
+def test_runs_split_by_editing_sessions_are_one_stretch_and_spell_marks_go() -> None:
+    # Word splits a sentence into runs of the same formatting (one per editing session, rsid) and marks spelling
+    paragraph = (
+        "<w:p>"
+        + _run("我们", rsid="0001")
+        + '<w:proofErr w:type="spellStart"/>'
+        + _run("明天", rsid="0002")
+        + '<w:proofErr w:type="spellEnd"/>'
+        + _run("去北京。", rsid="0003")
+        + "</w:p>"
+    )
+    data = _docx_with_body(paragraph)
+    document = read_word_document(data)
+    assert document.lines == ["我们明天去北京。"]  # no markup at all: the model sees the plain sentence
+    out = translate_word_document(lambda text: "We go to Beijing tomorrow.", data)
+    runs = list(_body_paragraphs(out)[0].iter(f"{{{W}}}r"))
+    assert ["".join(run.itertext()) for run in runs] == ["We go to Beijing tomorrow."]
+    assert runs[0].get(f"{{{W}}}rsidR") == "0001" and not list(_body_paragraphs(out)[0].iter(f"{{{W}}}proofErr"))
+
+
+def test_a_paragraph_all_inside_a_hyperlink_stays_inside_it() -> None:
+    link = '<w:hyperlink w:anchor="chapter2">' + _run("第二章", '<w:rStyle w:val="Hyperlink"/>') + "</w:hyperlink>"
+    data = _docx_with_body(f"<w:p>{link}</w:p>")
+    assert read_word_document(data).lines == ["第二章"]
+    out = translate_word_document(lambda text: "Chapter two", data)
+    paragraph = _body_paragraphs(out)[0]
+    links = paragraph.findall(f"{{{W}}}hyperlink")
+    assert len(links) == 1 and links[0].get(f"{{{W}}}anchor") == "chapter2"
+    assert "".join(links[0].itertext()) == "Chapter two" and len(paragraph.findall(f"{{{W}}}r")) == 0
+
+
+def test_a_field_over_several_paragraphs_is_kept_whole() -> None:
+    # a table of contents: the field begins in the first paragraph and ends in the last; its entries are results
+    begin = '<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> TOC \\o "1-3" </w:instrText></w:r>'
+    body = (
+        f'<w:p>{begin}<w:r><w:fldChar w:fldCharType="separate"/></w:r>{_run("第一章 引言")}</w:p>'
+        f"<w:p>{_run('第二章 方法')}</w:p>"
+        f'<w:p>{_run("第三章 结果")}<w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>'
+        f"<w:p>{_run('正文从这里开始。')}</w:p>"
+    )
+    data = _docx_with_body(body)
+    assert read_word_document(data).lines == ["正文从这里开始。"]
+    out = translate_word_document(lambda text: "The text starts here.", data)
+    before, after = _body_paragraphs(data), _body_paragraphs(out)
+    assert [etree.tostring(p) for p in after[:3]] == [etree.tostring(p) for p in before[:3]]
+    assert "".join(after[3].itertext()) == "The text starts here."
+
+
+def test_a_tracked_insertion_and_a_deletion() -> None:
+    inserted = f'<w:ins w:id="7" w:author="编辑" w:date="2026-01-01T00:00:00Z">{_run("非常")}</w:ins>'
+    deleted = '<w:del w:id="8" w:author="编辑"><w:r><w:delText>有点</w:delText></w:r></w:del>'
+    data = _docx_with_body(f"<w:p>{_run('这个方案')}{deleted}{inserted}{_run('好。')}</w:p>")
+    line = read_word_document(data).lines[0]
+    assert line == f"这个方案{VOID}{OPEN}非常{CLOSE}好。"  # the deletion is kept as it is, the insertion is a stretch
+    out = translate_word_document(lambda text: f"This plan is {VOID}{OPEN}very{CLOSE} good.", data)
+    paragraph = _body_paragraphs(out)[0]
+    ins = paragraph.find(f"{{{W}}}ins")
+    assert ins is not None and ins.get(f"{{{W}}}author") == "编辑" and "".join(ins.itertext()) == "very"
+    assert paragraph.find(f"{{{W}}}del/{{{W}}}r/{{{W}}}delText").text == "有点"  # type: ignore[union-attr]
+
+
+@needs_shipped_bundle
+def test_shipped_model_refuses_a_passed_deadline_before_translating() -> None:
+    import time
+
+    from handler.errors import DeadlineExceededError
+
+    with pytest.raises(DeadlineExceededError):
+        translate_file_bytes(shipped_service(), sample_docx(), "report.docx", deadline=time.monotonic() - 1)
