@@ -13,6 +13,12 @@ On the fidelity set (``tests/fixtures/fidelity.jsonl``, ``bench/quality/fidelity
   NOTE/STYLE blocks, blank lines, line endings) is kept byte for byte, whose cue count is equal, and the cues left
   empty, cues with Chinese left and lines over the 42-character maximum;
 
+* **Word documents** (``.docx`` files made by ``fidelity_set.word_files``, translated as a file upload is:
+  ``translate_file_bytes``): the share of files whose parts without text are byte for byte the source's and whose
+  translated parts keep every structural element (``word_documents.structure_of``); paragraphs, table cells,
+  headers, footers and footnotes counted on both sides; the share of bold stretches whose English is bold (a
+  non-empty bold run in the same paragraph); text nodes with Chinese left;
+
 "before" is today's raw pipeline (no protection, plain text, the 3-gram repetition guard); "after" is the
 default pipeline (protection on, the item's format, the default guard: no 4-gram twice, no stretch repeated at
 once). With ``--dev`` it also scores the
@@ -210,6 +216,82 @@ def subtitle_report(service: TranslationService) -> str:
     return "\n".join(["", "subtitles (targets: 100%, 100%, 0, 0, 0):", header, *rows])
 
 
+# --- Word documents ----------------------------------------------------------------------------------------------
+def word_report(service: TranslationService) -> str:
+    import io
+    import zipfile
+
+    from bench.quality.fidelity_set import word_files
+    from handler.storage.files import translate_file_bytes
+    from handler.text.word_documents import W, iter_text_parts, structure_of
+
+    files = word_files()
+    kept = paragraphs = chinese = bold_source = bold_kept = 0
+    counted = {"p": 0, "tc": 0, "header": 0, "footer": 0, "footnote": 0}
+    equal = dict.fromkeys(counted, 0)
+    for name, data in files:
+        output, _ = translate_file_bytes(service, data, name)
+        with zipfile.ZipFile(io.BytesIO(data)) as before_zip, zipfile.ZipFile(io.BytesIO(output)) as after_zip:
+            before = {info.filename: before_zip.read(info) for info in before_zip.infolist()}
+            after = {info.filename: after_zip.read(info) for info in after_zip.infolist()}
+        source_parts = {entry: (kind, root) for entry, kind, root in iter_text_parts(data)}
+        output_parts = {entry: (kind, root) for entry, kind, root in iter_text_parts(output)}
+        same = list(before) == list(after) and all(
+            after.get(entry) == content for entry, content in before.items() if entry not in source_parts
+        )
+        totals = [dict.fromkeys(counted, 0), dict.fromkeys(counted, 0)]
+        for side, parts in enumerate((source_parts, output_parts)):
+            for kind, root in parts.values():
+                counts = structure_of(root)
+                totals[side]["p"] += counts.get("p", 0)
+                totals[side]["tc"] += counts.get("tc", 0)
+                totals[side]["footnote"] += counts.get("footnote", 0) if kind == "footnotes" else 0
+                totals[side]["header"] += kind == "header"
+                totals[side]["footer"] += kind == "footer"
+        for entry, (_kind, root) in source_parts.items():
+            same = same and entry in output_parts and structure_of(root) == structure_of(output_parts[entry][1])
+        kept += same
+        for key in counted:
+            counted[key] += totals[0][key]
+            equal[key] += totals[0][key] == totals[1][key]
+        body_before = source_parts["word/document.xml"][1].iter(f"{{{W}}}p")
+        body_after = output_parts["word/document.xml"][1].iter(f"{{{W}}}p")
+        for source_paragraph, output_paragraph in zip(body_before, body_after, strict=False):
+            paragraphs += 1
+            if any(_is_bold(run) and has_chinese(_run_text(run)) for run in source_paragraph.iter(f"{{{W}}}r")):
+                bold_source += 1
+                bold_kept += any(_is_bold(run) and _run_text(run).strip() for run in output_paragraph.iter(f"{{{W}}}r"))
+        for _kind, root in output_parts.values():
+            chinese += sum(has_chinese(t.text or "") for t in root.iter(f"{{{W}}}t"))
+
+    def share(count: int) -> str:
+        return f"{count / len(files):.0%}"
+
+    header = (
+        "| files | paragraphs | structure kept | paragraph count equal | table cells equal | headers, footers equal "
+        "| footnotes equal | bold stretches bold | text nodes with Chinese |\n|---|---|---|---|---|---|---|---|---|"
+    )
+    row = (
+        f"| {len(files)} | {paragraphs} | {share(kept)} | {share(equal['p'])} | {share(equal['tc'])} | "
+        f"{share(min(equal['header'], equal['footer']))} | {share(equal['footnote'])} | "
+        f"{bold_kept}/{bold_source} | {chinese} |"
+    )
+    return "\n".join(["", "Word documents (targets: 100% throughout, every bold stretch bold, 0):", header, row])
+
+
+def _is_bold(run: object) -> bool:
+    from handler.text.word_documents import W
+
+    rpr = run.find(f"{{{W}}}rPr")  # type: ignore[attr-defined]
+    return rpr is not None and rpr.find(f"{{{W}}}b") is not None
+
+
+def _run_text(run: object) -> str:
+    from handler.text.word_documents import W
+
+    return "".join(t.text or "" for t in run.iter(f"{{{W}}}t"))  # type: ignore[attr-defined]
+
+
 # --- dev BLEU and loops --------------------------------------------------------------------------------------
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -251,7 +333,13 @@ def fidelity_report(service: TranslationService, label: str, show_failures: int)
     with guard("old"):
         before = score(items, translate_items(service, items, after=False))
     after = score(items, translate_items(service, items, after=True))
-    out = [f"### {label}: {len(items)} sentences", "", table(before, after), subtitle_report(service)]
+    out = [
+        f"### {label}: {len(items)} sentences",
+        "",
+        table(before, after),
+        subtitle_report(service),
+        word_report(service),
+    ]
     if show_failures:
         for kind, result in after.items():
             for failure in result.failures[:show_failures]:

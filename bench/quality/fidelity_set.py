@@ -536,6 +536,54 @@ def subtitle_files() -> list[tuple[str, str, str]]:
     return files
 
 
+# --- Word documents: made here from dev sentences with python-docx (make fidelity translates them) ------------------
+WORD_FILES = 6
+WORD_PARAGRAPHS = 10  # about, per file
+
+
+def word_files() -> list[tuple[str, bytes]]:
+    """``(name, .docx bytes)``: documents of dev sentences, each paragraph with a bold stretch (a few characters cut
+    out of the middle of the sentence) and now and then an italic one, a 2x3 table, a header, a footer and a
+    footnote (its part written by ``tests.word_samples.add_notes``)."""
+    import io
+
+    import docx
+
+    from tests.word_samples import add_notes, note_reference
+
+    rng = random.Random(SEED + 2)
+    dev = [sentence for sentence in _dev_sentences() if 12 <= len(sentence) <= 60]
+    rng.shuffle(dev)
+    sentences = iter(dev)
+    files = []
+    for number in range(WORD_FILES):
+        document = docx.Document()
+        document.add_heading(next(sentences)[:10], level=1)
+        for index in range(WORD_PARAGRAPHS):
+            sentence = next(sentences)
+            start = rng.randrange(2, len(sentence) // 2)
+            end = start + rng.randrange(2, 5)
+            paragraph = document.add_paragraph(sentence[:start])
+            bold = paragraph.add_run(sentence[start:end])
+            bold.bold = True
+            bold.italic = rng.randrange(4) == 0
+            paragraph.add_run(sentence[end:])
+            if index == 0:
+                note_reference(paragraph, "footnote")
+        table = document.add_table(rows=2, cols=3)
+        for row in range(2):
+            for column in range(3):
+                table.cell(row, column).text = next(sentences)[:8]
+        section = document.sections[0]
+        section.header.paragraphs[0].text = next(sentences)[:12]
+        section.footer.paragraphs[0].text = next(sentences)[:12]
+        add_notes(document, "footnotes", next(sentences))
+        buffer = io.BytesIO()
+        document.save(buffer)
+        files.append((f"report-{number + 1:02d}.docx", buffer.getvalue()))
+    return files
+
+
 def main() -> int:
     items = build()
     OUT.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items), encoding="utf-8")

@@ -2,8 +2,10 @@
 
 ``translate`` reads a text file (or stdin) in any encoding the file adapters accept, writes the English to
 stdout and, for long inputs, a progress bar to stderr; ``.html``/``.md`` files are translated as HTML/Markdown
-(markup kept), ``.srt``/``.vtt`` files as subtitles (cue text only, ``handler.text.subtitles``; ``--format``
-overrides), and ``--glossary FILE`` adds terms. ``--scores`` writes JSON lines
+(markup kept), ``.srt``/``.vtt`` files as subtitles (cue text only, ``handler.text.subtitles``), ``.docx`` files
+as Word documents (``handler.text.word_documents``; binary, so written to a file: ``-o FILE`` or stdout redirected,
+never to a terminal); ``--format`` overrides the suffix, ``-o/--output FILE`` writes the result there (only once it
+is complete) instead of stdout, and ``--glossary FILE`` adds terms. ``--scores`` writes JSON lines
 instead: one per translated segment (source, English, their offsets in the input and output with line breaks as
 LF, confidence, flags: ``handler.api.scores``), then one with the whole ``translation`` and how many segments are
 flagged. ``serve`` starts the HTTP surface (page and API) on the standard library's HTTP server.
@@ -24,10 +26,13 @@ from handler.config import RuntimeConfig
 from handler.errors import InvalidRequestError, TranslatorError
 from handler.service import TextTranslation, TranslateOptions
 from handler.storage.files import (
+    DOCUMENT_SUFFIXES,
     SUBTITLE_SUFFIXES,
     decode_text,
     format_for,
+    is_binary,
     is_subtitles,
+    translate_file_bytes,
     translate_file_text,
     translate_text,
 )
@@ -72,9 +77,15 @@ def translate_command(args: argparse.Namespace) -> int:
     from handler import coldstart
 
     fmt = args.format or format_for(args.file)
-    if args.scores and is_subtitles(fmt):
-        raise InvalidRequestError("--scores is for text, HTML and Markdown; subtitles are translated without it")
-    raw_options: dict[str, object] = {"format": "text" if is_subtitles(fmt) else fmt}
+    if args.scores and (is_subtitles(fmt) or is_binary(fmt)):
+        raise InvalidRequestError(
+            "--scores is for text, HTML and Markdown; subtitles and Word documents are translated without it"
+        )
+    if is_binary(fmt) and args.output is None and sys.stdout.isatty():
+        raise InvalidRequestError(
+            f"refusing to write a binary {fmt} file to the terminal: redirect stdout (> report.en.docx) or use -o FILE"
+        )
+    raw_options: dict[str, object] = {"format": "text" if is_subtitles(fmt) or is_binary(fmt) else fmt}
     if args.beam_size is not None:
         raw_options["beam_size"] = args.beam_size
     if args.glossary is not None:
@@ -83,7 +94,10 @@ def translate_command(args: argparse.Namespace) -> int:
         raw_options["scores"] = True
     options = TranslateOptions.from_mapping(raw_options)
     data = _read_input(args.file, sys.stdin.buffer)
-    text, _encoding = decode_text(data, "stdin" if args.file == "-" else args.file)
+    name = "stdin" if args.file == "-" else args.file
+    if is_binary(fmt):
+        return _translate_binary(args, data, name, fmt, options)
+    text, _encoding = decode_text(data, name)
     service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
     bar = ProgressBar(sys.stderr) if len(text) >= PROGRESS_MIN_CHARS and not args.quiet else None
     try:
@@ -97,22 +111,52 @@ def translate_command(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.finish()
     if args.scores:
-        return _write_scores(detail)
+        return _write_scores(detail, args.output)
     if translation and not translation.endswith("\n") and not is_subtitles(fmt):
         translation += "\n"
-    sys.stdout.buffer.write(translation.encode("utf-8"))
-    sys.stdout.buffer.flush()
+    return _write_output(args.output, translation.encode("utf-8"))
+
+
+def _translate_binary(args: argparse.Namespace, data: bytes, name: str, fmt: str, options: TranslateOptions) -> int:
+    """A Word document: bytes in, bytes out (``translate_file_bytes``); the progress bar only for long ones."""
+    from handler import coldstart
+
+    service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
+    bar = None if args.quiet else ProgressBar(sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None and total >= PROGRESS_MIN_CHARS:
+            bar(done, total)
+
+    try:
+        payload, _encoding = translate_file_bytes(service, data, name, options, progress=progress, fmt=fmt)
+    finally:
+        if bar is not None:
+            bar.finish()
+    return _write_output(args.output, payload)
+
+
+def _write_output(output: Path | None, payload: bytes) -> int:
+    """``payload`` to stdout, or to ``output`` through a temporary file renamed into place (never half-written)."""
+    if output is None:
+        sys.stdout.buffer.write(payload)
+        sys.stdout.buffer.flush()
+        return 0
+    partial = output.with_name(f".{output.name}.partial")
+    try:
+        partial.write_bytes(payload)
+        os.replace(partial, output)
+    finally:
+        partial.unlink(missing_ok=True)
     return 0
 
 
-def _write_scores(detail: TextTranslation) -> int:
+def _write_scores(detail: TextTranslation, output: Path | None) -> int:
     lines = [json.dumps(segment_json(segment), ensure_ascii=False) for segment in detail.segments]
     flagged = sum(1 for segment in detail.segments if segment.assessment.low_confidence)
     summary = {"translation": detail.text, "segments": len(detail.segments), "flagged": flagged}
     lines.append(json.dumps(summary, ensure_ascii=False))
-    sys.stdout.buffer.write(("\n".join(lines) + "\n").encode("utf-8"))
-    sys.stdout.buffer.flush()
-    return 0
+    return _write_output(output, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -147,7 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    translate = commands.add_parser("translate", parents=[common], help="translate a text file or stdin to stdout")
+    translate = commands.add_parser(
+        "translate", parents=[common], help="translate a text, subtitle or .docx file (or stdin) to stdout"
+    )
     translate.add_argument("file", nargs="?", default="-", help="a text file, or - for stdin (the default)")
     translate.add_argument("--beam-size", type=int, default=None, help="1-8 (default: TRANSLATE_BEAM_SIZE or 4)")
     translate.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
@@ -158,10 +204,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     translate.add_argument(
         "--format",
-        choices=(*FORMATS, *SUBTITLE_SUFFIXES.values()),
+        choices=(*FORMATS, *SUBTITLE_SUFFIXES.values(), *DOCUMENT_SUFFIXES.values()),
         default=None,
-        help="text, html, markdown, srt or vtt (default: by the file's suffix, .html/.htm, .md/.markdown, .srt, "
-        ".vtt; stdin: text)",
+        help="text, html, markdown, srt, vtt or docx (default: by the file's suffix, .html/.htm, .md/.markdown, "
+        ".srt, .vtt, .docx; stdin: text)",
+    )
+    translate.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="write the translation to this file (once complete) instead of stdout; needed for a .docx on a terminal",
     )
     translate.add_argument(
         "--glossary",

@@ -1,10 +1,15 @@
-"""Bulk translation: a plain-text or subtitle file longer than one invocation should take fans out across invocations.
+"""Bulk translation: a plain-text, subtitle or Word file longer than one invocation should take fans out across
+invocations.
 
 One invocation's time is limited (Lambda 900 s at most, Cloud Functions 540 s for events), and one translates about
 1,000 characters/s with the default model. A ``.txt``, ``.srt`` or ``.vtt`` upload of more than
 ``TRANSLATE_PART_CHARS`` characters is therefore translated in parts, by as many concurrent invocations as the
 platform runs (subtitles are cut only between cues, and never inside a sentence that runs over cues: a part is then
-longer than ``TRANSLATE_PART_CHARS`` rather than cut inside one; the manifest names the format):
+longer than ``TRANSLATE_PART_CHARS`` rather than cut inside one; the manifest names the format). A ``.docx`` whose
+paragraphs to translate hold more than ``TRANSLATE_PART_CHARS`` characters is planned from its units' text
+(``handler.text.word_documents``: one paragraph a line, formatting as markup characters), cut only between lines,
+so never inside a paragraph; its assembly reads the source ``.docx`` again (its sha256 must be the one planned) and
+rebuilds it from the translated lines:
 
 1. **plan** (the upload's event): the text is cut (``handler.text.parts``) at paragraph boundaries (then line
    breaks, then sentence ends, only where a paragraph alone is too long) into parts of at most
@@ -27,7 +32,8 @@ longer than ``TRANSLATE_PART_CHARS`` rather than cut inside one; the manifest na
    together; the manifest's ``status`` becomes ``complete``.
 
 Each part is translated exactly as ``handler.storage.files.translate_text`` translates a file, so the output
-equals ``translate_in_parts`` (the same parts translated one after another in one process) byte for byte.
+equals ``translate_in_parts`` (the same parts translated one after another in one process) byte for byte; a
+``.docx``'s output equals ``handler.storage.files.translate_file_bytes``'s (lines are translated independently).
 """
 
 from __future__ import annotations
@@ -51,11 +57,15 @@ from handler.storage.files import (
     META_SOURCE_BUCKET,
     META_SOURCE_ENCODING,
     META_SOURCE_KEY,
+    WORD_ENCODING,
+    WORD_FORMAT,
     UploadRefusedError,
+    content_type_for,
     decode_text,
     format_for,
     handle_upload,
     is_subtitles,
+    plain_translator,
     plan_output,
     translate_file_text,
     translate_text,
@@ -96,10 +106,18 @@ def translate_in_parts(service: TranslationService, text: str, max_chars: int, f
 
 
 def _plan(text: str, max_chars: int, fmt: str) -> tuple[str, list[Part]]:
-    """Plain text cut at blank lines (``plan_parts``); subtitles only between cues no sentence runs across."""
+    """Plain text cut at blank lines (``plan_parts``); subtitles only between cues no sentence runs across; a Word
+    document's units (one paragraph a line) only between lines."""
     if is_subtitles(fmt):
         return plan_parts_at(text, max_chars, part_cuts(parse_track(text, fmt)))
+    if fmt == WORD_FORMAT:
+        return plan_parts_at(text, max_chars, [(m.start(), m.end()) for m in re.finditer("\n", text)])
     return plan_parts(text, max_chars)
+
+
+def _is_planned_format(fmt: str) -> bool:
+    """The formats the manifest names (plain text is the default)."""
+    return is_subtitles(fmt) or fmt == WORD_FORMAT
 
 
 def _translate_part_text(
@@ -112,6 +130,8 @@ def _translate_part_text(
 ) -> str:
     if is_subtitles(fmt):  # a WebVTT part after the first has no header: a fragment
         return translate_file_text(service, text, fmt, fragment=fragment, deadline=deadline)
+    if fmt == WORD_FORMAT:  # paragraphs a line, as handler.text.word_documents hands them to the translator
+        return plain_translator(service, None, deadline=deadline)(text)
     return translate_text(service, text, deadline=deadline) if text.strip() else text
 
 
@@ -246,6 +266,8 @@ def _fan_out(
     # plain text is cut at blank lines, subtitles between cues (markup's structure is not cut): files.format_for is
     # the one suffix table
     fmt = format_for(source.key)
+    if config.part_chars and fmt == WORD_FORMAT:
+        return _fan_out_word(store, source, service, config)
     if config.part_chars and (fmt == "text" or is_subtitles(fmt)):
         try:
             plan_output(source, config)
@@ -265,6 +287,31 @@ def _fan_out(
                     parse_track(text, fmt, name=str(source))
                 return start_job(store, source, data, text, encoding, service, config)
     return None
+
+
+def _fan_out_word(
+    store: VersionedStore, source: ObjectRef, service: TranslationService, config: RuntimeConfig
+) -> dict[str, Any] | None:
+    """A ``.docx`` whose paragraphs to translate hold more than ``part_chars`` characters is planned; a smaller one
+    (or one refused, or not a .docx: ``handle_upload`` says why) takes the one-invocation path."""
+    from handler.text.word_documents import read_word_document
+
+    try:
+        plan_output(source, config)
+        size = store.size(source)
+    except UploadRefusedError:
+        return None
+    if size > config.max_file_bytes:
+        return None  # handle_upload refuses it before reading
+    data = store.read(source)
+    if len(data) > config.max_file_bytes:
+        raise RequestTooLargeError(
+            f"{source} is {len(data):,} bytes; the limit is {config.max_file_bytes:,} ({ENV_MAX_FILE_BYTES})"
+        )
+    document = read_word_document(data, name=str(source))  # a corrupt file is refused before anything is planned
+    if document.characters <= config.part_chars:
+        return None
+    return start_job(store, source, data, document.text, WORD_ENCODING, service, config)
 
 
 # --- 1. plan ----------------------------------------------------------------------------------------------------
@@ -289,12 +336,19 @@ def start_job(
         "job": job,
         "status": "translating",
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "source": {"bucket": source.bucket, "key": source.key, "encoding": encoding, "bytes": len(data)},
+        "source": {
+            "bucket": source.bucket,
+            "key": source.key,
+            "encoding": encoding,
+            "bytes": len(data),
+            # a .docx is read again to assemble: it must be the bytes planned
+            **({"sha256": hashlib.sha256(data).hexdigest()} if fmt == WORD_FORMAT else {}),
+        },
         "output": {"bucket": output.bucket, "key": output.key, "version_at_start": store.version(output)},
         "model": info.get("model"),
         "bundle_hash": info.get("bundle_hash"),
         "part_chars": config.part_chars,
-        **({"file_format": fmt} if is_subtitles(fmt) else {}),
+        **({"file_format": fmt} if _is_planned_format(fmt) else {}),
         "lead": lead,
         "parts": [
             {
@@ -419,8 +473,12 @@ def assemble(store: VersionedStore, layout: JobLayout, manifest: dict[str, Any])
         if found is None:
             raise BulkError(f"{layout.done(entry['index'])} is missing though the manifest lists it as done")
         pieces.append(found.data.decode("utf-8") + entry["separator"])
-    payload = "".join(pieces).encode("utf-8")
     source, output = manifest["source"], manifest["output"]
+    fmt = manifest.get("file_format", "text")
+    if fmt == WORD_FORMAT:
+        payload = _rebuild_word(store, ObjectRef(layout.scheme, source["bucket"], source["key"]), manifest, pieces)
+    else:
+        payload = "".join(pieces).encode("utf-8")
     output_ref = ObjectRef(layout.scheme, output["bucket"], output["key"])
     metadata = {
         META_SOURCE_BUCKET: quote(source["bucket"], safe=""),
@@ -431,7 +489,7 @@ def assemble(store: VersionedStore, layout: JobLayout, manifest: dict[str, Any])
         META_JOB: manifest["job"],
         META_PARTS: str(len(manifest["parts"])),
     }
-    if store.write_if(output_ref, payload, metadata, output["version_at_start"]):
+    if store.write_if(output_ref, payload, metadata, output["version_at_start"], content_type_for(fmt)):
         status = "assembled"
         logger.info(
             "job %s: wrote %s (%s bytes, %d parts)", manifest["job"], output_ref, f"{len(payload):,}", len(pieces) - 1
@@ -456,6 +514,19 @@ def assemble(store: VersionedStore, layout: JobLayout, manifest: dict[str, Any])
 
     _swap_manifest(store, layout.manifest, complete)
     return {"status": status, "output": str(output_ref), "job": manifest["job"]}
+
+
+def _rebuild_word(store: VersionedStore, source: ObjectRef, manifest: dict[str, Any], pieces: list[str]) -> bytes:
+    """The translated ``.docx``: the source read again (the bytes planned, by sha256) rebuilt from the lines."""
+    from handler.text.word_documents import read_word_document
+
+    data = store.read(source)
+    if hashlib.sha256(data).hexdigest() != manifest["source"].get("sha256"):
+        raise BulkError(
+            f"job {manifest['job']}: {source} changed since the job was planned; its own upload event translates "
+            f"the new version, this job writes nothing"
+        )
+    return read_word_document(data, name=str(source)).rebuild("".join(pieces).split("\n"))
 
 
 __all__ = [

@@ -13,9 +13,12 @@ Steps, each of which can refuse with a clear error before anything is written:
 4. translate paragraph by paragraph under the invocation's deadline (``DeadlineExceededError`` before the
    platform would kill us); ``.html``/``.htm`` files as HTML and ``.md``/``.markdown`` files as Markdown
    (``format_for``: text nodes and inline text translated, markup kept), ``.srt``/``.vtt`` files as subtitles
-   (``handler.text.subtitles``: cue text translated, numbers, timings, settings and headers kept), anything else
-   as plain text;
-5. write the whole UTF-8 result in one request, with metadata naming the source object and the model bundle.
+   (``handler.text.subtitles``: cue text translated, numbers, timings, settings and headers kept), ``.docx``
+   files as Word documents (``handler.text.word_documents``: binary, not decoded; the text of paragraphs, tables,
+   headers, footers, notes and comments translated, formatting runs mapped back, everything else kept), anything
+   else as plain text (``translate_file_bytes`` is the one bytes-in, bytes-out entry point for every format);
+5. write the whole result (UTF-8 text, or the ``.docx``) in one request, with the format's content type
+   (``content_type_for``) and metadata naming the source object and the model bundle.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from handler.errors import (
     TranslatorError,
 )
 from handler.service import TranslateOptions, TranslationService
-from handler.storage.object_store import ObjectRef, ObjectStore
+from handler.storage.object_store import OUTPUT_CONTENT_TYPE, ObjectRef, ObjectStore
 from handler.text.subtitles import SUBTITLE_FORMATS, translate_subtitles
 
 logger = logging.getLogger(__name__)
@@ -54,6 +57,18 @@ META_BUNDLE_HASH = "bundle-hash"
 # the one suffix -> format table (lower-cased), for single files and the fan-out alike: markup is translated whole
 MARKUP_SUFFIXES = {".html": "html", ".htm": "html", ".xhtml": "html", ".md": "markdown", ".markdown": "markdown"}
 SUBTITLE_SUFFIXES = {".srt": "srt", ".vtt": "vtt"}  # translated by handler.text.subtitles
+DOCUMENT_SUFFIXES = {".docx": "docx"}  # binary; translated by handler.text.word_documents
+WORD_FORMAT = "docx"
+DOCX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+WORD_ENCODING = "Word .docx (binary)"  # the source-encoding description of a .docx
+# the output's content type by format; text formats not named here are text/plain (OUTPUT_CONTENT_TYPE)
+CONTENT_TYPES = {
+    WORD_FORMAT: DOCX_CONTENT_TYPE,
+    "html": "text/html; charset=utf-8",
+    "markdown": "text/markdown; charset=utf-8",
+    "srt": "application/x-subrip; charset=utf-8",
+    "vtt": "text/vtt; charset=utf-8",
+}
 
 # byte-order marks, longest first (the UTF-32 LE mark begins with the UTF-16 LE one)
 _BOMS: tuple[tuple[bytes, str, str], ...] = (
@@ -208,16 +223,88 @@ def translate_text(
 
 def format_for(name: str) -> str:
     """A file's format by its suffix: ``html`` or ``markdown`` (the ``format`` option), ``srt`` or ``vtt``
-    (subtitles, ``is_subtitles``), else ``text``."""
+    (subtitles, ``is_subtitles``), ``docx`` (a Word document, ``is_binary``), else ``text``."""
     dot = name.rfind(".")
     if dot < 0:
         return "text"
     suffix = name[dot:].lower()
-    return SUBTITLE_SUFFIXES.get(suffix) or MARKUP_SUFFIXES.get(suffix, "text")
+    return DOCUMENT_SUFFIXES.get(suffix) or SUBTITLE_SUFFIXES.get(suffix) or MARKUP_SUFFIXES.get(suffix, "text")
 
 
 def is_subtitles(fmt: str) -> bool:
     return fmt in SUBTITLE_FORMATS
+
+
+def is_binary(fmt: str) -> bool:
+    """A format whose files are not text (never decoded): ``docx``."""
+    return fmt == WORD_FORMAT
+
+
+def content_type_for(fmt: str) -> str:
+    """The content type of a translation in ``fmt`` (``format_for``)."""
+    return CONTENT_TYPES.get(fmt, OUTPUT_CONTENT_TYPE)
+
+
+def plain_translator(
+    service: TranslationService,
+    options: TranslateOptions | None,
+    *,
+    deadline: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Callable[[str], str]:
+    """The document translator the structured formats (subtitles, Word) hand their one-unit-a-line text to: the
+    service's ``translate_document`` as plain text (no scores), with the file's options, deadline and progress."""
+    plain = replace(options or TranslateOptions(), format="text", scores=False)
+
+    def translate_document(document: str) -> str:
+        return service.translate_document(document, plain, deadline=deadline, progress=progress)
+
+    return translate_document
+
+
+def translate_file_bytes(
+    service: TranslationService,
+    data: bytes,
+    name: str,
+    options: TranslateOptions | None = None,
+    *,
+    deadline: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    fmt: str | None = None,
+) -> tuple[bytes, str]:
+    """A file's bytes translated in its format: ``(translated bytes, source-encoding description)``.
+
+    The format is ``fmt`` or ``format_for(name)``: a ``.docx`` goes to ``handler.text.word_documents`` as bytes
+    (the result is a ``.docx``; ``InvalidRequestError`` when the bytes are not one); every text format is decoded
+    (``decode_text``), translated (``translate_file_text``) and encoded as UTF-8. ``name`` appears in errors.
+    """
+    payload, encoding, _characters = _translate_bytes(
+        service, data, name, options, deadline=deadline, progress=progress, fmt=fmt
+    )
+    return payload, encoding
+
+
+def _translate_bytes(
+    service: TranslationService,
+    data: bytes,
+    name: str,
+    options: TranslateOptions | None,
+    *,
+    deadline: float | None,
+    progress: Callable[[int, int], None] | None,
+    fmt: str | None,
+) -> tuple[bytes, str, int]:
+    """``translate_file_bytes`` plus the number of characters translated (for the logs)."""
+    fmt = fmt or format_for(name)
+    if is_binary(fmt):
+        from handler.text.word_documents import read_word_document  # lxml and python-docx: on the first .docx
+
+        document = read_word_document(data, name=name)
+        translate = plain_translator(service, options, deadline=deadline, progress=progress)
+        return document.translate(translate), WORD_ENCODING, document.characters
+    text, encoding = decode_text(data, name)
+    translation = translate_file_text(service, text, fmt, options, name=name, deadline=deadline, progress=progress)
+    return translation.encode("utf-8"), encoding, len(text)
 
 
 def translate_file_text(
@@ -233,13 +320,11 @@ def translate_file_text(
 ) -> str:
     """A decoded file's translation in its format (``format_for``): subtitles by ``handler.text.subtitles``
     (``fragment``: a WebVTT part after the first), the rest by ``translate_text`` with ``fmt`` as the format."""
+    if is_binary(fmt):
+        raise InvalidRequestError(f"{name} is a binary {fmt} file: translate its bytes (translate_file_bytes)")
     if is_subtitles(fmt):
         # one sentence a line, translated as plain text (handler.text.subtitles keeps the structure)
-        plain = replace(options or TranslateOptions(), format="text", scores=False)
-
-        def translate_document(document: str) -> str:
-            return service.translate_document(document, plain, deadline=deadline, progress=progress)
-
+        translate_document = plain_translator(service, options, deadline=deadline, progress=progress)
         return translate_subtitles(translate_document, text, fmt, fragment=fragment, name=name)
     options = replace(options, format=fmt) if options is not None else TranslateOptions(format=fmt)
     return translate_text(service, text, options, deadline=deadline, progress=progress)
@@ -272,9 +357,10 @@ def translate_object(
             f"{source} is {len(data):,} bytes; the limit is {config.max_file_bytes:,} ({ENV_MAX_FILE_BYTES}); "
             f"nothing was written"
         )
-    text, encoding = decode_text(data, str(source))
-    translation = translate_file_text(service, text, format_for(source.key), name=str(source), deadline=deadline)
-    payload = translation.encode("utf-8")
+    fmt = format_for(source.key)
+    payload, encoding, characters = _translate_bytes(
+        service, data, str(source), None, deadline=deadline, progress=None, fmt=fmt
+    )
     info = service.info()
     metadata = {
         META_SOURCE_BUCKET: quote(source.bucket, safe=""),
@@ -283,13 +369,13 @@ def translate_object(
         META_MODEL: quote(str(info.get("model", "")), safe=""),
         META_BUNDLE_HASH: str(info.get("bundle_hash", "")),
     }
-    store.write(output, payload, metadata)
-    result = FileTranslation(source, output, encoding, len(text), len(payload), time.monotonic() - began)
+    store.write(output, payload, metadata, content_type_for(fmt))
+    result = FileTranslation(source, output, encoding, characters, len(payload), time.monotonic() - began)
     logger.info(
         "translated %s (%s, %s characters) to %s (%s bytes) in %.1f s",
         source,
         encoding,
-        f"{len(text):,}",
+        f"{characters:,}",
         output,
         f"{len(payload):,}",
         result.seconds,

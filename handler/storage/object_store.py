@@ -66,7 +66,9 @@ class ObjectStore(Protocol):
 
     def read(self, ref: ObjectRef) -> bytes: ...
 
-    def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None: ...
+    def write(
+        self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str], content_type: str = OUTPUT_CONTENT_TYPE
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -148,13 +150,15 @@ class S3Store:
     def read(self, ref: ObjectRef) -> bytes:
         return _body_bytes(self.client.get_object(Bucket=ref.bucket, Key=ref.key))
 
-    def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None:
+    def write(
+        self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str], content_type: str = OUTPUT_CONTENT_TYPE
+    ) -> None:
         """One PutObject: S3 stores the whole object or nothing. Metadata values must be ASCII (an S3 rule)."""
         self.client.put_object(
             Bucket=ref.bucket,
             Key=ref.key,
             Body=data,
-            ContentType=OUTPUT_CONTENT_TYPE,
+            ContentType=content_type,
             Metadata=dict(metadata),
         )
 
@@ -267,7 +271,9 @@ class GcsStore:
     def read(self, ref: ObjectRef) -> bytes:
         return bytes(self.client.bucket(ref.bucket).blob(ref.key).download_as_bytes(**self._once))
 
-    def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None:
+    def write(
+        self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str], content_type: str = OUTPUT_CONTENT_TYPE
+    ) -> None:
         """One single-request upload: Cloud Storage creates the object only once the request completes."""
         if len(data) > _GCS_SINGLE_REQUEST_LIMIT:
             raise RequestTooLargeError(
@@ -276,7 +282,7 @@ class GcsStore:
             )
         blob = self.client.bucket(ref.bucket).blob(ref.key)
         blob.metadata = dict(metadata)
-        blob.upload_from_string(data, content_type=OUTPUT_CONTENT_TYPE, **self._once)
+        blob.upload_from_string(data, content_type=content_type, **self._once)
 
     def version(self, ref: ObjectRef) -> str | None:
         blob = self.client.bucket(ref.bucket).get_blob(ref.key, **self._once)

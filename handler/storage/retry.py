@@ -105,8 +105,10 @@ class RetryingStore:
     def read(self, ref: ObjectRef) -> bytes:
         return self._call("reading", str(ref), lambda: self.store.read(ref))
 
-    def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None:
-        self._call("writing", str(ref), lambda: self.store.write(ref, data, metadata))
+    def write(
+        self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str], content_type: str = OUTPUT_CONTENT_TYPE
+    ) -> None:
+        self._call("writing", str(ref), lambda: self.store.write(ref, data, metadata, content_type))
 
     # --- VersionedStore ------------------------------------------------------------------------------------------
     def version(self, ref: ObjectRef) -> str | None:

@@ -73,8 +73,10 @@ class MemoryStore:
         self.reads.append(ref)
         return self.objects[ref].data
 
-    def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None:
-        self._store(ref, data, metadata, OUTPUT_CONTENT_TYPE)
+    def write(
+        self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str], content_type: str = OUTPUT_CONTENT_TYPE
+    ) -> None:
+        self._store(ref, data, metadata, content_type)
 
     def version(self, ref: ObjectRef) -> str | None:
         found = self.objects.get(ref)

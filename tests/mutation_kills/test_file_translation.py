@@ -49,7 +49,7 @@ class DictStore:
     def read(self, ref: ObjectRef) -> bytes:
         return self.objects[ref]
 
-    def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None:
+    def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str], content_type: str = "text/plain") -> None:
         self.objects[ref] = data
         self.metadata[ref] = dict(metadata)
 

@@ -61,7 +61,7 @@ class FlakyStore:
         self._attempt("read", ref)
         return self.objects[ref].data
 
-    def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str]) -> None:
+    def write(self, ref: ObjectRef, data: bytes, metadata: Mapping[str, str], content_type: str = "text/plain") -> None:
         self._attempt("write", ref, data, dict(metadata))
         self.objects[ref] = VersionedObject(data, f"v{len(self.calls)}", dict(metadata))
 

@@ -93,14 +93,15 @@ def test_https_endpoint_auth_is_a_parameter_defaulting_to_iam(
 
 def test_uploads_to_the_input_bucket_trigger_the_function(template: dict[str, Any], function: dict[str, Any]) -> None:
     events = function["Properties"]["Events"]
-    assert [e["Type"] for e in events.values()] == ["S3"] * 6
-    names = ("FileUploaded", "HtmlUploaded", "MarkdownUploaded", "SrtUploaded", "VttUploaded")
+    assert [e["Type"] for e in events.values()] == ["S3"] * 7
+    names = ("FileUploaded", "HtmlUploaded", "MarkdownUploaded", "SrtUploaded", "VttUploaded", "DocxUploaded")
     uploads = {name: events[name]["Properties"] for name in names}
     for s3 in uploads.values():
         assert s3["Bucket"] == {"Ref": "InputBucket"}
         assert s3["Events"] == "s3:ObjectCreated:*"
     suffixes = [s3["Filter"]["S3Key"]["Rules"] for s3 in uploads.values()]
-    assert suffixes == [[{"Name": "suffix", "Value": suffix}] for suffix in (".txt", ".html", ".md", ".srt", ".vtt")]
+    expected = (".txt", ".html", ".md", ".srt", ".vtt", ".docx")
+    assert suffixes == [[{"Name": "suffix", "Value": suffix}] for suffix in expected]
     buckets = template["Resources"]
     assert buckets["InputBucket"]["Properties"]["BucketName"] == {"Ref": "InputBucketName"}
     assert buckets["OutputBucket"]["Properties"]["BucketName"] == {"Ref": "OutputBucketName"}
