@@ -245,6 +245,29 @@ def translate_file_text(
     return translate_text(service, text, options, deadline=deadline, progress=progress)
 
 
+# --- whole files as bytes, in every format (the document APIs' entry) ---------------------------------------------
+# the suffixes translate_file_bytes translates (lower-case): what the document APIs accept
+FILE_SUFFIXES: tuple[str, ...] = (".txt", *MARKUP_SUFFIXES, *SUBTITLE_SUFFIXES)
+
+
+def translate_file_bytes(
+    service: TranslationService,
+    data: bytes,
+    name: str,
+    options: TranslateOptions | None = None,
+    *,
+    deadline: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[bytes, str]:
+    """A whole file's translation in its format (by ``name``'s suffix, ``format_for``) and the description of the
+    source's encoding; ``InvalidRequestError`` when it is not text or does not parse (nothing half-done returned)."""
+    text, encoding = decode_text(data, name)
+    translation = translate_file_text(
+        service, text, format_for(name), options, name=name, deadline=deadline, progress=progress
+    )
+    return translation.encode("utf-8"), encoding
+
+
 def translate_object(
     store: ObjectStore,
     source: ObjectRef,
@@ -252,6 +275,7 @@ def translate_object(
     config: RuntimeConfig,
     *,
     deadline: float | None = None,
+    options: TranslateOptions | None = None,
 ) -> FileTranslation:
     """Translate ``source`` into its planned output object; writes nothing unless the whole result is ready.
 
@@ -273,7 +297,9 @@ def translate_object(
             f"nothing was written"
         )
     text, encoding = decode_text(data, str(source))
-    translation = translate_file_text(service, text, format_for(source.key), name=str(source), deadline=deadline)
+    translation = translate_file_text(
+        service, text, format_for(source.key), options, name=str(source), deadline=deadline
+    )
     payload = translation.encode("utf-8")
     info = service.info()
     metadata = {
@@ -309,6 +335,7 @@ def handle_upload(
     config: RuntimeConfig,
     *,
     deadline: float | None = None,
+    options: TranslateOptions | None = None,
 ) -> dict[str, str]:
     """What every file adapter does with one "object created" notification; returns a summary for the logs.
 
@@ -318,11 +345,17 @@ def handle_upload(
     been written then.
     """
     try:
-        result = translate_object(store, source, service, config, deadline=deadline)
+        result = translate_object(store, source, service, config, deadline=deadline, options=options)
     except UploadRefusedError as error:
         logger.error("%s", error)
         return {"source": str(source), "status": "refused", "reason": str(error)}
     except Exception as error:
         logger.error("could not translate %s, nothing was written: %s: %s", source, type(error).__name__, error)
         raise
-    return {"source": str(source), "status": "translated", "output": str(result.output), "encoding": result.encoding}
+    return {
+        "source": str(source),
+        "status": "translated",
+        "output": str(result.output),
+        "encoding": result.encoding,
+        "characters": str(result.characters),
+    }
