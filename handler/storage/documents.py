@@ -503,8 +503,14 @@ class LocalDocuments:
 
 
 # --- AWS and GCP: the deployment's buckets and the event path ---------------------------------------------------
+# a suffix the templates' upload triggers do not name, as the one of the same format they do (.htm -> .html)
+SOURCE_SUFFIXES = {".htm": ".html", ".xhtml": ".html", ".markdown": ".md"}
+
+
 def document_source(config: RuntimeConfig, scheme: str, document_id: str, suffix: str) -> ObjectRef:
-    """Where an uploaded document waits for its upload event: the document bucket, under the document prefix."""
+    """Where an uploaded document waits for its upload event: the document bucket, under the document prefix, with
+    the suffix of its format that the upload triggers name (``SOURCE_SUFFIXES``)."""
+    suffix = SOURCE_SUFFIXES.get(suffix, suffix)
     return ObjectRef(scheme, config.document_bucket, f"{config.document_prefix}{document_id}/document{suffix}")
 
 
