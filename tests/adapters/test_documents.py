@@ -533,3 +533,34 @@ def test_translated_file_url_keeps_the_forwarded_scheme_host_and_stage(local_url
         timeout=60,
     )
     assert reply.json()["translatedFileUrl"].startswith("https://api.example/prod/download_file/")
+
+
+# --- the event path applies each document's options (in process, a folder as both buckets) ----------------------
+@pytest.mark.parametrize("characters", [0, 3_000])  # one invocation, and the fan-out
+def test_the_upload_event_applies_the_documents_options(startup: Startup, tmp_path: Path, characters: int) -> None:
+    from handler.storage.documents import BucketDocuments, DocumentUpload, handle_storage_object
+    from handler.storage.folder_store import FolderStore
+    from handler.storage.object_store import ObjectRef
+
+    config = startup.config.with_overrides(output_bucket="out", document_bucket="in", part_chars=PART_CHARS)
+    store = FolderStore(tmp_path)
+    service = startup.require_service()
+    jobs = BucketDocuments(config, lambda: service, lambda: store)
+    text = ("人工智能正在改变世界。\n\n" + book(characters)) if characters else "人工智能正在改变世界。\n"
+    glossary = {"人工智能": "Glossaryterm"}
+    handle = jobs.create(DocumentUpload("ai.txt", text.encode("utf-8"), {"source": "auto", "glossary": glossary}))
+    assert jobs.status(handle.document_id, handle.document_key).status == "queued"
+    source = ObjectRef("file", "in", f"_documents/{handle.document_id}/document.txt")
+    first = handle_storage_object(store, source, service, config)
+    for key in store.list_keys("out", "_bulk/"):
+        if "/parts/" in key:
+            assert jobs.status(handle.document_id, handle.document_key).status == "translating"
+            handle_storage_object(store, ObjectRef("file", "out", key), service, config)
+    assert first["status"] == ("planned" if characters else "translated")
+    status = jobs.status(handle.document_id, handle.document_key)
+    assert status.status == "done" and status.billed_characters == len(text)
+    translated = jobs.take_result(handle.document_id, handle.document_key).data.decode("utf-8")
+    # THEN the record's glossary reached the translation of every paragraph that has the term, parts included
+    assert translated.count("Glossaryterm") == text.count("人工智能") >= 1
+    assert store.list_keys("in", "_documents/") == [] and store.list_keys("out", "_bulk/") == []
+    assert store.list_keys("out", "translated/") == []
