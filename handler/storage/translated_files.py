@@ -28,6 +28,11 @@ TOKEN_CHARS = 32  # hexadecimal digits
 _DOWNLOAD_NAME = re.compile(rf"(?P<token>[0-9a-f]{{{TOKEN_CHARS}}})-(?P<name>.+)")
 
 
+def valid_download_name(download_name: str) -> bool:
+    """Whether ``download_name`` has the shape ``put`` gives (``<32 hexadecimal digits>-<name>``)."""
+    return _DOWNLOAD_NAME.fullmatch(download_name) is not None
+
+
 @dataclass(frozen=True)
 class KeptFile:
     data: bytes

@@ -76,6 +76,9 @@ ROUTES: dict[str, tuple[str, ...]] = {
     "/v2/languages": ("GET", "POST"),
     "/v2/usage": ("GET", "POST"),
     "/v2/document": ("POST",),
+    # {document_id}: any id (DOCUMENT_ROUTE); listed so that the route table names every route
+    "/v2/document/{document_id}": ("POST",),
+    "/v2/document/{document_id}/result": ("POST",),
 }
 DOCUMENT_ROUTE = re.compile(r"/v2/document/(?P<id>[^/]+)(?P<result>/result)?")
 FORMALITIES_IGNORED = ("", "default", "prefer_more", "prefer_less")  # English: nothing to change
@@ -111,6 +114,8 @@ class DeepLApi:
         try:
             document = DOCUMENT_ROUTE.fullmatch(path)
             allowed = ("POST",) if document else ROUTES.get(path)
+            if document is not None and request.method == "OPTIONS":  # a CORS preflight, for any document id
+                return HttpResponse(204, {"Allow": "POST, OPTIONS"}, b"")
             if allowed is None:
                 raise ApiStatus(404, f"{path} is not a DeepL route this server answers; it has {', '.join(ROUTES)}")
             if request.method not in allowed and not (request.method == "HEAD" and "GET" in allowed):

@@ -53,7 +53,7 @@ from handler.service import TranslateOptions
 from handler.storage.documents import content_type_for, suffix_of
 from handler.storage.files import FILE_SUFFIXES, translate_file_bytes
 from handler.storage.state import StateLocation
-from handler.storage.translated_files import TranslatedFiles
+from handler.storage.translated_files import TranslatedFiles, valid_download_name
 from handler.text.script_conversion import HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL, canonical_variant
 
 logger = logging.getLogger(__name__)
@@ -75,6 +75,7 @@ ROUTES: dict[str, tuple[str, ...]] = {
     "/languages": ("GET", "POST"),
     "/frontend/settings": ("GET",),
     "/translate_file": ("POST",),
+    "/download_file/{filename}": ("GET",),  # {filename}: what translatedFileUrl names (DOWNLOAD_PREFIX)
 }
 DOWNLOAD_PREFIX = "/download_file/"
 
@@ -119,6 +120,8 @@ class LibreTranslateApi:
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
         try:
             allowed = ("GET",) if path.startswith(DOWNLOAD_PREFIX) else ROUTES[path]
+            if path.startswith(DOWNLOAD_PREFIX) and request.method == "OPTIONS":  # a CORS preflight, for any name
+                return HttpResponse(204, {"Allow": "GET, OPTIONS"}, b"")
             if request.method not in allowed and not (request.method == "HEAD" and "GET" in allowed):
                 return json_response(
                     405, {"error": f"{path} answers {' and '.join(allowed)}"}, {"Allow": ", ".join(allowed)}
@@ -214,6 +217,8 @@ class LibreTranslateApi:
         return {"translatedFileUrl": f"{_base_url(request)}{DOWNLOAD_PREFIX}{download_name}"}
 
     def _download(self, download_name: str) -> HttpResponse:
+        if not valid_download_name(download_name):
+            raise ApiStatus(400, "Invalid filename: a download name is <token>-<file name>, as translatedFileUrl gives")
         kept = self.files.get(download_name)
         if kept is None:
             raise ApiStatus(
