@@ -322,6 +322,26 @@ def _not_ready(status: DocumentStatus) -> TranslatorError:
     return DocumentNotReadyError(f"document {status.document_id} is {status.status}; download it once it is done")
 
 
+def _listed(store: StateStore, bucket: str, prefix: str) -> list[str]:
+    try:
+        return store.list_keys(bucket, prefix)
+    except Exception:  # logged; the lifecycle rules remove what stays
+        logger.exception("could not list %s/%s to delete it", bucket, prefix)
+        return []
+
+
+def _delete_all(store: StateStore, refs: list[ObjectRef], document_id: str) -> None:
+    """Delete a downloaded document's objects. The download has happened (its record says so): a failure here is
+    logged, never answered, or the caller would lose a translation it can no longer fetch."""
+    for ref in refs:
+        try:
+            store.delete(ref)
+        except Exception:
+            logger.exception(
+                "document %s: could not delete %s after its download (the lifecycle rules will)", document_id, ref
+            )
+
+
 def _failure_message(error: BaseException) -> str:
     if isinstance(error, TranslatorError):
         return str(error)
@@ -403,7 +423,7 @@ class LocalDocuments:
         data = self.state().store.read(self._result(record))
         if not self.records.mark_downloaded(document_id):
             raise DocumentNotFoundError(f"document {document_id} was downloaded already, by another request")
-        self._discard(record, keep_record=True)
+        _delete_all(self.state().store, [self._source(record), self._result(record)], document_id)
         return DocumentResult(data, record["name"], content_type_for(record["name"]))
 
     # --- the worker ---------------------------------------------------------------------------------------------
@@ -591,18 +611,19 @@ class BucketDocuments:
             total = sum(part["characters"] for part in manifest["parts"])
             elapsed = time.time() - float(record.get("started") or record["created"])
             return DocumentStatus(document_id, TRANSLATING, _remaining(total, done, elapsed))
-        if record["status"] == TRANSLATING:
-            elapsed = time.time() - float(record.get("started") or record["created"])
-            stale_after = 3 * self.config.event_timeout_s  # the first try and the platform's retries
-            if elapsed > stale_after:
+        elapsed = time.time() - float(record.get("started") or record["created"])
+        stale_after = 3 * self.config.event_timeout_s  # the first try and the platform's retries
+        if elapsed > stale_after:
+            if record["status"] == TRANSLATING:
                 last = record.get("last_error") or "no invocation reported an error"
-                return DocumentStatus(
-                    document_id,
-                    ERROR,
-                    error_message=f"the translation did not complete within {stale_after:.0f} s (last error: {last})",
+                message = f"the translation did not complete within {stale_after:.0f} s (last error: {last})"
+            else:  # no upload event began it: the trigger, or a function that could not start (its log says why)
+                message = (
+                    f"no upload event began translating the document within {stale_after:.0f} s; the function's "
+                    "log and its failed-events queue say why"
                 )
-            return DocumentStatus(document_id, TRANSLATING, _remaining(record.get("characters"), 0, elapsed))
-        return _status_of(record)
+            return DocumentStatus(document_id, ERROR, error_message=message)
+        return DocumentStatus(document_id, record["status"], _remaining(record.get("characters"), 0, elapsed))
 
     def take_result(self, document_id: str, document_key: str) -> DocumentResult:
         status = self.status(document_id, document_key)
@@ -622,11 +643,10 @@ class BucketDocuments:
         self.records.update(document_id, done)
         if not self.records.mark_downloaded(document_id):
             raise DocumentNotFoundError(f"document {document_id} was downloaded already, by another request")
-        for ref in (output, source):
-            store.delete(ref)
+        refs = [output, source]
         if record.get("job"):
-            for key in store.list_keys(layout.bucket, layout.prefix):
-                store.delete(layout.ref(key))
+            refs += [layout.ref(key) for key in _listed(store, layout.bucket, layout.prefix)]
+        _delete_all(store, refs, document_id)
         return DocumentResult(data, record["name"], content_type_for(record["name"]))
 
 

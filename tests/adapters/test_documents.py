@@ -564,3 +564,20 @@ def test_the_upload_event_applies_the_documents_options(startup: Startup, tmp_pa
     assert translated.count("Glossaryterm") == text.count("人工智能") >= 1
     assert store.list_keys("in", "_documents/") == [] and store.list_keys("out", "_bulk/") == []
     assert store.list_keys("out", "translated/") == []
+
+
+def test_a_document_no_event_translates_ends_in_error_after_the_retries_time(startup: Startup, tmp_path: Path) -> None:
+    from handler.storage.documents import BucketDocuments, DocumentUpload
+    from handler.storage.folder_store import FolderStore
+
+    # GIVEN event timeouts of 0.2 s: a document is stale 0.6 s (the first try and two retries) after its upload
+    config = startup.config.with_overrides(
+        output_bucket="out", document_bucket="in", event_timeout_s=0.2, deadline_margin_s=0.1
+    )
+    jobs = BucketDocuments(config, startup.require_service, lambda: FolderStore(tmp_path))
+    handle = jobs.create(DocumentUpload("a.txt", TEXT.encode("utf-8")))
+    assert jobs.status(handle.document_id, handle.document_key).status == "queued"
+    time.sleep(0.7)
+    # WHEN no upload event ever began it (a trigger missing, a function that could not start) THEN error, saying so
+    status = jobs.status(handle.document_id, handle.document_key)
+    assert status.status == "error" and "no upload event" in str(status.error_message)
