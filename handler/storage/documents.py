@@ -331,14 +331,14 @@ def _listed(store: StateStore, bucket: str, prefix: str) -> list[str]:
 
 
 def _delete_all(store: StateStore, refs: list[ObjectRef], document_id: str) -> None:
-    """Delete a downloaded document's objects. The download has happened (its record says so): a failure here is
+    """Delete a document's objects. After a download (its record says so) a failure here is
     logged, never answered, or the caller would lose a translation it can no longer fetch."""
     for ref in refs:
         try:
             store.delete(ref)
         except Exception:
             logger.exception(
-                "document %s: could not delete %s after its download (the lifecycle rules will)", document_id, ref
+                "document %s: could not delete %s (the lifecycle rules, or locally the next upload, will)", document_id, ref
             )
 
 
@@ -497,6 +497,8 @@ class LocalDocuments:
             characters = measured[1]
 
         def finish(current: dict[str, Any]) -> bool:
+            if current["status"] != TRANSLATING:  # expired meanwhile, or finished by another process
+                return False
             current.update(status=DONE, finished=time.time(), encoding=encoding, characters=characters)
             return True
 
@@ -504,12 +506,13 @@ class LocalDocuments:
         logger.info("document %s translated in %.1f s", document_id, time.monotonic() - started)
 
     # --- housekeeping -------------------------------------------------------------------------------------------
-    def _discard(self, record: Mapping[str, Any], *, keep_record: bool = False) -> None:
-        store = self.state().store
-        for ref in (self._source(record), self._result(record)):
-            store.delete(ref)
-        if not keep_record:
-            store.delete(self.records.ref(record["id"]))
+    def _discard(self, record: Mapping[str, Any]) -> None:
+        """Delete a document and its record (refused at upload, or expired)."""
+        _delete_all(
+            self.state().store,
+            [self._source(record), self._result(record), self.records.ref(record["id"])],
+            record["id"],
+        )
 
     def _purge_expired(self) -> None:
         horizon = time.time() - RETENTION_S

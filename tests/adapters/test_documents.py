@@ -588,3 +588,46 @@ def test_a_document_no_event_translates_ends_in_error_after_the_retries_time(sta
     # WHEN no upload event ever began it (a trigger missing, a function that could not start) THEN error, saying so
     status = jobs.status(handle.document_id, handle.document_key)
     assert status.status == "error" and "no upload event" in str(status.error_message)
+
+
+# --- the local worker: a bounded queue, and documents a stopped server left behind ------------------------------
+def test_the_local_queue_is_bounded_and_a_restart_queues_unfinished_documents_again(
+    startup: Startup, tmp_path: Path
+) -> None:
+    from handler.storage.documents import DocumentQueueFullError, DocumentUpload, LocalDocuments
+    from handler.storage.state import local_state
+
+    config = startup.config.with_overrides(state_dir=tmp_path)
+    release = threading.Event()
+
+    def held_service() -> Any:  # the worker waits for the test; the uploads' own check does not
+        if threading.current_thread().name == "document-worker":
+            release.wait(60)
+        return startup.require_service()
+
+    # GIVEN a worker busy with a first document and a queue of one
+    jobs = LocalDocuments(config, held_service, lambda: local_state(config), queue_size=1)
+    upload = DocumentUpload("a.txt", TEXT.encode("utf-8"))
+    first = jobs.create(upload)
+    deadline = time.monotonic() + 30
+    while jobs.status(first.document_id, first.document_key).status != "translating" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = jobs.create(upload)
+    # WHEN a third arrives THEN it is refused (429 in DeepL's API, which its clients retry), and nothing is kept of it
+    with pytest.raises(DocumentQueueFullError):
+        jobs.create(upload)
+    assert jobs.status(second.document_id, second.document_key).status == "queued"
+    # AND a new server on the same folder (a restart) queues what the first left unfinished once it starts working
+    restarted = LocalDocuments(config, startup.require_service, lambda: local_state(config))
+    third = restarted.create(upload)
+    for handle in (first, second, third):
+        deadline = time.monotonic() + 60
+        while restarted.status(handle.document_id, handle.document_key).status != "done":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    release.set()
+    assert restarted.take_result(second.document_id, second.document_key).data == expected(
+        startup, "a.txt", TEXT.encode("utf-8")
+    )
+    records = [key for key in local_state(config).keys("documents/") if key.count("/") == 1]
+    assert len(records) == 3  # the refused upload left no record
