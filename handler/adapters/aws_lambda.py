@@ -189,7 +189,7 @@ def _v1_request(event: Mapping[str, Any]) -> HttpRequest:
     context_path = (event.get("requestContext") or {}).get("path")
     bare_path = path.split("?", 1)[0]
     if isinstance(context_path, str) and context_path.endswith(bare_path) and len(context_path) > len(bare_path):
-        pairs.append((FORWARDED_PREFIX, context_path[: -len(bare_path)]))  # the stage: /prod/translate -> /prod
+        pairs = _with_prefix(pairs, context_path[: -len(bare_path)])  # the stage: /prod/translate -> /prod
     return HttpRequest.create(method, path, pairs, _body(event), _platform_id(event))
 
 
@@ -205,12 +205,17 @@ def _v2_request(event: Mapping[str, Any]) -> HttpRequest:
         prefix = f"/{stage}"
         if path == prefix or path.startswith(prefix + "/"):
             path = path[len(prefix) :] or "/"
-            headers.append((FORWARDED_PREFIX, prefix))  # the URLs this API writes (translatedFileUrl) keep it
+            headers = _with_prefix(headers, prefix)  # the URLs this API writes (translatedFileUrl) keep it
     query = _text_field(event.get("rawQueryString"), "rawQueryString")
     if query:  # the drop-in APIs read GET parameters from the query string
         path += "?" + query
     method = _text_field(http.get("method"), "requestContext.http.method", required=True) or ""
     return HttpRequest.create(method, path, headers, _body(event), _platform_id(event))
+
+
+def _with_prefix(pairs: list[tuple[str, str]], prefix: str) -> list[tuple[str, str]]:
+    """``pairs`` with the platform's path prefix as X-Forwarded-Prefix (replacing any the caller sent)."""
+    return [(name, value) for name, value in pairs if name.lower() != FORWARDED_PREFIX] + [(FORWARDED_PREFIX, prefix)]
 
 
 def _what_can_be_read(event: Mapping[str, Any]) -> HttpRequest:

@@ -338,7 +338,9 @@ def _delete_all(store: StateStore, refs: list[ObjectRef], document_id: str) -> N
             store.delete(ref)
         except Exception:
             logger.exception(
-                "document %s: could not delete %s (the lifecycle rules, or locally the next upload, will)", document_id, ref
+                "document %s: could not delete %s (the lifecycle rules, or locally the next upload, will)",
+                document_id,
+                ref,
             )
 
 

@@ -631,3 +631,44 @@ def test_the_local_queue_is_bounded_and_a_restart_queues_unfinished_documents_ag
     )
     records = [key for key in local_state(config).keys("documents/") if key.count("/") == 1]
     assert len(records) == 3  # the refused upload left no record
+
+
+# --- Lambda's HTTP side in process: /translate_file in the output bucket, a stage in its URL, binary answers -----
+def test_translate_file_on_api_gateway_keeps_the_stage_and_uses_the_output_bucket(
+    entry_modules: dict[str, Any], startup: Startup, s3_client: Any
+) -> None:
+    from handler.storage.object_store import S3Store
+    from tests.adapters.conftest import http_event, reply_from_proxy_response
+    from tests.events import API_GATEWAY_V1
+
+    bucket = f"out-{uuid.uuid4().hex[:10]}"
+    s3_client.create_bucket(Bucket=bucket)
+    configured = start(startup.config.with_overrides(output_bucket=bucket, document_bucket="in"))
+    adapter = entry_modules["handler.adapters.aws_lambda"].LambdaAdapter(configured, store=S3Store(s3_client))
+    body = requests.Request(
+        "POST", "http://x/", files={"file": ("film.srt", DOCUMENTS["film.srt"])}, data={"target": "en"}
+    ).prepare()
+    headers = {"Content-Type": str(body.headers["Content-Type"]), "X-Forwarded-Proto": "https"}
+    event = http_event(API_GATEWAY_V1, "POST", "/translate_file", headers, bytes(body.body or b""))
+    reply = reply_from_proxy_response(adapter.handle(event, None))
+    assert reply.status == 200, reply.text
+    url = reply.json()["translatedFileUrl"]
+    # THEN the URL names the stage API Gateway took off the path, and the file is kept in the output bucket
+    assert url.startswith("https://id.execute-api.us-east-1.amazonaws.com/prod/download_file/")
+    assert any(key.startswith("_state/files/") for key in _s3_keys(s3_client, bucket, "_state/"))
+    path = "/" + url.split("/prod/", 1)[1]
+    download = reply_from_proxy_response(adapter.handle(http_event(API_GATEWAY_V1, "GET", path, {}, b""), None))
+    assert download.status == 200 and download.body == expected(startup, "film.srt", DOCUMENTS["film.srt"])
+    assert download.headers["content-type"] == "application/x-subrip; charset=utf-8"
+
+
+def test_a_binary_answer_goes_back_base64_encoded(entry_modules: dict[str, Any]) -> None:
+    import base64
+
+    from handler.api.messages import HttpResponse
+
+    proxy = entry_modules["handler.adapters.aws_lambda"]._proxy_response
+    docx = b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00\xdf\xa4\xd2lZ\x01"
+    answer = proxy(HttpResponse(200, {"Content-Type": "application/octet-stream"}, docx))
+    assert answer["isBase64Encoded"] is True and base64.b64decode(answer["body"]) == docx
+    assert proxy(HttpResponse(200, {}, "译文".encode()))["isBase64Encoded"] is False
