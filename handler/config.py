@@ -38,6 +38,8 @@ ENV_WORK_PREFIX = "TRANSLATE_WORK_PREFIX"
 ENV_MEMORY_BYTES = "TRANSLATE_MEMORY_BYTES"
 ENV_STATE_DIR = "TRANSLATE_STATE_DIR"
 ENV_STATE_PREFIX = "TRANSLATE_STATE_PREFIX"
+ENV_DOCUMENT_BUCKET = "TRANSLATE_DOCUMENT_BUCKET"
+ENV_DOCUMENT_PREFIX = "TRANSLATE_DOCUMENT_PREFIX"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BUNDLE_DIR = REPO_ROOT / "model_artifacts" / "default"
@@ -78,6 +80,11 @@ class RuntimeConfig:
     # bucket keeps them there under state_prefix; the local server keeps them in state_dir
     state_dir: Path = Path(".translate-state")
     state_prefix: str = "_state/"
+    # DeepL's document API on AWS/GCP (handler.storage.documents): an uploaded document is written to this bucket (the
+    # input bucket, whose upload events translate it) under document_prefix; "" = documents stay local (the local
+    # server), or are refused where the state is in a bucket
+    document_bucket: str = ""
+    document_prefix: str = "_documents/"
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str, str]] = [
@@ -112,6 +119,17 @@ class RuntimeConfig:
                 ENV_STATE_PREFIX,
                 f"a key prefix ending in '/' that neither contains nor is inside {ENV_OUTPUT_PREFIX} or "
                 f"{ENV_WORK_PREFIX}",
+            ),
+            (
+                self.document_prefix.endswith("/")
+                and len(self.document_prefix) > 1
+                and not any(
+                    prefix and (self.document_prefix.startswith(prefix) or prefix.startswith(self.document_prefix))
+                    for prefix in (self.output_prefix, self.work_prefix, self.state_prefix)
+                ),
+                ENV_DOCUMENT_PREFIX,
+                f"a key prefix ending in '/' that neither contains nor is inside {ENV_OUTPUT_PREFIX}, "
+                f"{ENV_WORK_PREFIX} or {ENV_STATE_PREFIX}",
             ),
         ]
         for ok, variable, allowed in checks:
@@ -222,6 +240,8 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_MEMORY_BYTES: "memory_bytes",
     ENV_STATE_DIR: "state_dir",
     ENV_STATE_PREFIX: "state_prefix",
+    ENV_DOCUMENT_BUCKET: "document_bucket",
+    ENV_DOCUMENT_PREFIX: "document_prefix",
 }
 
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
@@ -248,6 +268,8 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "memory_bytes": _number(int, "an integer"),
     "state_dir": lambda _variable, raw: Path(raw),
     "state_prefix": lambda _variable, raw: raw,
+    "document_bucket": lambda _variable, raw: raw,
+    "document_prefix": lambda _variable, raw: raw,
 }
 
 assert set(_PARSERS) == set(_FIELD_BY_ENV.values()) == {f.name for f in fields(RuntimeConfig)}

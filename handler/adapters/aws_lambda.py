@@ -11,7 +11,10 @@
   transient failures are retried with backoff within that deadline (``handler.storage.retry``). A ``.txt`` file
   over ``TRANSLATE_PART_CHARS`` characters fans out instead (``handler.storage.bulk``): its part objects under
   ``TRANSLATE_WORK_PREFIX`` in the output bucket trigger this function again, one invocation per part, and the
-  last part assembles the output.
+  last part assembles the output. A document of DeepL's document API (``handler.storage.documents``) arrives the
+  same way: ``POST /v2/document`` writes it to ``TRANSLATE_DOCUMENT_BUCKET`` (the input bucket) under
+  ``TRANSLATE_DOCUMENT_PREFIX``, its S3 event translates it with the options its record holds, and the status and
+  result routes read the output bucket. Binary answers (a translated ``.docx``) go back base64-encoded.
 
 The model is loaded and warmed when this module is imported (the Lambda init phase); a load failure is kept and
 answered 503 to HTTP events and raised for S3 events.
@@ -32,7 +35,7 @@ from handler.api.messages import UNREADABLE_PATH, HttpRequest, HttpResponse
 from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
 from handler.errors import InvalidRequestError
-from handler.storage.bulk import handle_object_event
+from handler.storage.documents import documents_for, handle_storage_object
 from handler.storage.events import s3_created_objects
 from handler.storage.object_store import S3Store
 from handler.storage.retry import RetryingStore, RetryPolicy, TransientAware
@@ -43,6 +46,7 @@ API_GATEWAY_V1 = "api_gateway_v1"
 API_GATEWAY_V2 = "api_gateway_v2"
 FUNCTION_URL = "function_url"
 S3_NOTIFICATION = "s3"
+FORWARDED_PREFIX = "x-forwarded-prefix"  # the path prefix the platform removed (an API Gateway stage)
 
 
 def event_kind(event: Any) -> str:
@@ -74,15 +78,21 @@ class LambdaAdapter:
 
     def __init__(self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None) -> None:
         self.startup = startup
-        self.http = HttpApi(startup)
         self._store = store
         self.retry = retry or RetryPolicy()
+        # documents live in the buckets (an instance's /tmp does not outlive it, nor is it shared)
+        documents = documents_for(startup.config, startup.require_service, self._state_store, local_fallback=False)
+        self.http = HttpApi(startup, documents)
 
     @property
     def store(self) -> TransientAware:
         if self._store is None:  # boto3 is imported on the first S3 event, not at every cold start
             self._store = S3Store()
         return self._store
+
+    def _state_store(self) -> S3Store:
+        store = self.store
+        return store if isinstance(store, S3Store) else S3Store()
 
     def handle(self, event: Any, context: Any) -> Any:
         kind = event_kind(event)
@@ -107,7 +117,7 @@ class LambdaAdapter:
         store = RetryingStore(self.store, deadline, self.retry)
         results = []
         for source in s3_created_objects(event):  # every record checked before any work
-            results.append(handle_object_event(store, source, service, self.startup.config, deadline=deadline))
+            results.append(handle_storage_object(store, source, service, self.startup.config, deadline=deadline))
         return {"results": results}
 
     def _deadline(self, context: Any) -> float:
@@ -176,6 +186,10 @@ def _v1_request(event: Mapping[str, Any]) -> HttpRequest:
                 "the query string parameters hold an unpaired UTF-16 surrogate; send valid Unicode text"
             ) from None
     method = _text_field(event.get("httpMethod"), "httpMethod", required=True) or ""
+    context_path = (event.get("requestContext") or {}).get("path")
+    bare_path = path.split("?", 1)[0]
+    if isinstance(context_path, str) and context_path.endswith(bare_path) and len(context_path) > len(bare_path):
+        pairs = _with_prefix(pairs, context_path[: -len(bare_path)])  # the stage: /prod/translate -> /prod
     return HttpRequest.create(method, path, pairs, _body(event), _platform_id(event))
 
 
@@ -186,16 +200,22 @@ def _v2_request(event: Mapping[str, Any]) -> HttpRequest:
     path = _text_field(event.get("rawPath"), "rawPath") or _text_field(http.get("path"), "requestContext.http.path")
     path = path or "/"
     stage = _text_field(context.get("stage"), "requestContext.stage")
+    headers = _pairs(event.get("headers"), "headers", multi=False)
     if stage and stage != "$default":  # a named stage appears in rawPath: /prod/translate
         prefix = f"/{stage}"
         if path == prefix or path.startswith(prefix + "/"):
             path = path[len(prefix) :] or "/"
+            headers = _with_prefix(headers, prefix)  # the URLs this API writes (translatedFileUrl) keep it
     query = _text_field(event.get("rawQueryString"), "rawQueryString")
     if query:  # the drop-in APIs read GET parameters from the query string
         path += "?" + query
-    headers = _pairs(event.get("headers"), "headers", multi=False)
     method = _text_field(http.get("method"), "requestContext.http.method", required=True) or ""
     return HttpRequest.create(method, path, headers, _body(event), _platform_id(event))
+
+
+def _with_prefix(pairs: list[tuple[str, str]], prefix: str) -> list[tuple[str, str]]:
+    """``pairs`` with the platform's path prefix as X-Forwarded-Prefix (replacing any the caller sent)."""
+    return [(name, value) for name, value in pairs if name.lower() != FORWARDED_PREFIX] + [(FORWARDED_PREFIX, prefix)]
 
 
 def _what_can_be_read(event: Mapping[str, Any]) -> HttpRequest:
@@ -227,13 +247,13 @@ def _platform_id(event: Mapping[str, Any]) -> str | None:
 
 
 def _proxy_response(response: HttpResponse) -> dict[str, Any]:
-    """The response shape API Gateway (v1 and v2) and Function URLs share; our bodies are always UTF-8 text."""
-    return {
-        "statusCode": response.status,
-        "headers": response.headers,
-        "body": response.body_text(),
-        "isBase64Encoded": False,
-    }
+    """The response shape API Gateway (v1 and v2) and Function URLs share; a body that is not UTF-8 text (a
+    downloaded ``.docx``) is sent base64-encoded."""
+    try:
+        body, encoded = response.body_text(), False
+    except UnicodeDecodeError:
+        body, encoded = base64.b64encode(response.body).decode("ascii"), True
+    return {"statusCode": response.status, "headers": response.headers, "body": body, "isBase64Encoded": encoded}
 
 
 def _body(event: Mapping[str, Any]) -> bytes:

@@ -15,6 +15,11 @@
   with retries: the fan-out's part objects are translated (and the last one assembles the output); every other
   object there (translations, manifests, part results) is ignored at once.
 
+DeepL's document API (``handler.storage.documents``): with ``TRANSLATE_OUTPUT_BUCKET`` and
+``TRANSLATE_DOCUMENT_BUCKET`` set, an uploaded document is written to the document bucket (the input bucket), and
+``translate_storage_event`` translates it with its record's options; without an output bucket (functions-framework
+on a workstation) documents stay in the local state folder and a thread of the process translates them.
+
 The model is loaded and warmed when this module is imported; a load failure is kept and answered 503 to HTTP
 requests and raised for storage events. ``main.py`` at the repository root re-exports both entries, for source
 deploys and ``functions-framework --source main.py --target translate_http``.
@@ -36,7 +41,8 @@ from handler.api.messages import HttpRequest
 from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
 from handler.errors import InvalidRequestError, RequestTooLargeError
-from handler.storage.bulk import BulkError, handle_object_event
+from handler.storage.bulk import BulkError
+from handler.storage.documents import documents_for, handle_storage_object
 from handler.storage.events import storage_object
 from handler.storage.object_store import GcsStore
 from handler.storage.retry import RetryingStore, RetryPolicy, TransientAware
@@ -49,15 +55,19 @@ STORAGE_FINALIZED = "google.cloud.storage.object.v1.finalized"
 class GcpAdapter:
     def __init__(self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None) -> None:
         self.startup = startup
-        self.http = HttpApi(startup)
         self._store = store
         self.retry = retry or RetryPolicy()
+        self.http = HttpApi(startup, documents_for(startup.config, startup.require_service, self._state_store))
 
     @property
     def store(self) -> TransientAware:
         if self._store is None:  # the storage client is built on the first event, not at every cold start
             self._store = GcsStore()
         return self._store
+
+    def _state_store(self) -> GcsStore:
+        store = self.store
+        return store if isinstance(store, GcsStore) else GcsStore()
 
     def handle_http(self, request: flask.Request) -> flask.Response:
         path, headers = _path_and_query(request), request.headers.items()
@@ -89,7 +99,7 @@ class GcpAdapter:
         service = self.startup.require_service()
         source = storage_object(data)
         store = RetryingStore(self.store, deadline, self.retry)
-        return handle_object_event(store, source, service, config, deadline=deadline)
+        return handle_storage_object(store, source, service, config, deadline=deadline)
 
     def handle_part_event(self, event_type: str, data: Any) -> dict[str, Any] | None:
         """A finalize event of the output bucket: a fan-out part is translated, anything else ignored."""

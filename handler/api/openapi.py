@@ -140,8 +140,9 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
         **own_api_paths(config, keys_required),
         **libretranslate_paths(),
         **deepl_paths(keys_required),
+        **document_paths(keys_required),
     }
-    schemas = _schemas(config)
+    schemas = {**_schemas(config), **_document_schemas()}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -378,6 +379,204 @@ def deepl_paths(keys_required: bool) -> dict[str, Any]:
             "head": _head_of(deepl_usage_get, "deeplUsageHead"),
             "post": _post_of(deepl_usage_get, "deeplUsagePost", deepl_body("DeepLUsageParameters")),
             "options": _preflight("deeplUsagePreflight", "deepl"),
+        },
+    }
+
+
+MULTIPART = "multipart/form-data"
+# what a translated file is served as (handler.storage.files.CONTENT_TYPES), by the format of its upload
+_FILE_MEDIA = {"*/*": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}
+
+
+def document_paths(keys_required: bool) -> dict[str, Any]:
+    """Files: DeepL's document API (``/v2/document`` ...) and LibreTranslate's ``/translate_file`` with its download
+    route (``handler.storage.documents``, ``handler.storage.translated_files``)."""
+    deepl_security = _security(keys_required, "DeepLAuthKey", "ApiKeyHeader", "BearerKey")
+
+    def deepl_error(text: str) -> dict[str, Any]:
+        return _response(text, _ref("DeepLError"))
+
+    def lt_error(text: str) -> dict[str, Any]:
+        return _response(text, _ref("LibreTranslateError"))
+
+    filename = {
+        "name": "filename",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^[0-9a-f]{32}-.+$"},
+        "description": "<token>-<file name>, as translatedFileUrl names it",
+    }
+
+    def preflight(operation_id: str, tag: str, parameter: dict[str, Any]) -> dict[str, Any]:
+        """A CORS preflight answers any value of the path's parameter."""
+        any_value = {key: value for key, value in parameter.items() if key not in ("schema", "description")}
+        return {**_preflight(operation_id, tag), "parameters": [{**any_value, "schema": {"type": "string"}}]}
+
+    document_id = {
+        "name": "document_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^[0-9A-F]{32}$"},
+        "description": "what POST /v2/document answered (32 hexadecimal digits)",
+    }
+    key_body = {
+        "required": True,
+        "content": {
+            JSON: {"schema": _ref("DeepLDocumentKey")},
+            FORM: {"schema": _ref("DeepLDocumentKey")},
+        },
+    }
+    download = {
+        "operationId": "libretranslateDownloadFile",
+        "tags": ["libretranslate"],
+        "summary": "LibreTranslate: a translated file, by the name translatedFileUrl gives (its token: the credential)",
+        "parameters": [filename],
+        "responses": {
+            "200": _response("the translated file, in the Content-Type of its format", media="*/*", schema=None)
+            | {"content": _FILE_MEDIA},
+            "400": lt_error("not a download name (<token>-<file name>)"),
+            "404": lt_error("no such file (expired, or mistyped)"),
+        },
+    }
+    return {
+        "/v2/document": {
+            "post": {
+                "operationId": "deeplDocumentUpload",
+                "tags": ["deepl"],
+                "summary": "DeepL: upload a document (.txt, .html, .md, .srt, .vtt) to translate in the background",
+                "security": deepl_security,
+                "requestBody": {"required": True, "content": {MULTIPART: {"schema": _ref("DeepLDocumentUpload")}}},
+                "responses": {
+                    "200": _response("the document's id and key", _ref("DeepLDocumentHandle")),
+                    "400": deepl_error(
+                        "no file, an unsupported suffix (the message lists them) or language, or an "
+                        "option refused (formality more/less, glossary_id, another output_format)"
+                    ),
+                    "403": deepl_error("authorization failure (TRANSLATE_API_KEYS is set)"),
+                    "413": deepl_error("the file is over TRANSLATE_MAX_FILE_BYTES, or the body too large"),
+                    "429": deepl_error("too many documents are waiting (the local worker's queue; retry later)"),
+                    "500": deepl_error("the deployment has nowhere to keep documents, or a bug"),
+                    "503": deepl_error("the model is unavailable (DeepL's clients retry)"),
+                },
+            },
+            "options": _preflight("deeplDocumentUploadPreflight", "deepl"),
+        },
+        "/v2/document/{document_id}": {
+            "post": {
+                "operationId": "deeplDocumentStatus",
+                "tags": ["deepl"],
+                "summary": "DeepL: a document's status (queued, translating, done, error)",
+                "security": deepl_security,
+                "parameters": [document_id],
+                "requestBody": key_body,
+                "responses": {
+                    "200": _response("the status", _ref("DeepLDocumentStatus")),
+                    "400": deepl_error("no document_key"),
+                    "403": deepl_error("authorization failure, or not the document's key"),
+                    "404": deepl_error("no such document (never uploaded, expired, or downloaded already)"),
+                    "500": deepl_error("the deployment has nowhere to keep documents, or a bug"),
+                },
+            },
+            "options": preflight("deeplDocumentStatusPreflight", "deepl", document_id),
+        },
+        "/v2/document/{document_id}/result": {
+            "post": {
+                "operationId": "deeplDocumentResult",
+                "tags": ["deepl"],
+                "summary": "DeepL: download the translation, once (it is deleted as it is sent)",
+                "security": deepl_security,
+                "parameters": [document_id],
+                "requestBody": key_body,
+                "responses": {
+                    "200": _response("the translated document, in the Content-Type of its format")
+                    | {"content": _FILE_MEDIA},
+                    "400": deepl_error("no document_key"),
+                    "403": deepl_error("authorization failure, or not the document's key"),
+                    "404": deepl_error("no such document, downloaded already, or its translation failed"),
+                    "500": deepl_error("the deployment has nowhere to keep documents, or a bug"),
+                    "503": deepl_error("not translated yet (DeepL's clients wait and retry)"),
+                },
+            },
+            "options": preflight("deeplDocumentResultPreflight", "deepl", document_id),
+        },
+        "/translate_file": {
+            "post": {
+                "operationId": "libretranslateTranslateFile",
+                "tags": ["libretranslate"],
+                "summary": "LibreTranslate: translate a file (.txt, .html, .md, .srt, .vtt) within the request",
+                "requestBody": {"required": True, "content": {MULTIPART: {"schema": _ref("LibreTranslateFile")}}},
+                "responses": {
+                    "200": _response("where to download the translation", _ref("LibreTranslateFileUrl")),
+                    "400": lt_error(
+                        "no file, an unsupported format (the message lists them) or language, a corrupt file"
+                    ),
+                    "403": lt_error("api_key missing or invalid (TRANSLATE_API_KEYS is set)"),
+                    "413": lt_error("the file is over TRANSLATE_MAX_FILE_BYTES"),
+                    "500": lt_error("translation failed, out of time, or the model is unavailable"),
+                },
+            },
+            "options": _preflight("libretranslateTranslateFilePreflight", "libretranslate"),
+        },
+        "/download_file/{filename}": {
+            "get": download,
+            "head": _head_of(download, "libretranslateDownloadFileHead"),
+            "options": preflight("libretranslateDownloadFilePreflight", "libretranslate", filename),
+        },
+    }
+
+
+def _document_schemas() -> dict[str, Any]:
+    file_part = {"type": "string", "contentMediaType": "application/octet-stream"}
+    optional = {"type": "string"}
+    return {
+        "DeepLDocumentUpload": {
+            "type": "object",
+            "required": ["file", "target_lang"],
+            "properties": {
+                "file": file_part,
+                "filename": optional,
+                "target_lang": {"type": "string", "enum": ["EN", "EN-US", "EN-GB"]},
+                "source_lang": {"type": "string", "enum": ["ZH", "ZH-HANS", "ZH-HANT"]},
+                "formality": {"type": "string", "enum": ["default", "prefer_more", "prefer_less"]},
+                "output_format": optional,
+                "auth_key": optional,
+            },
+        },
+        "DeepLDocumentHandle": {
+            "type": "object",
+            "required": ["document_id", "document_key"],
+            "properties": {"document_id": {"type": "string"}, "document_key": {"type": "string"}},
+        },
+        "DeepLDocumentKey": {
+            "type": "object",
+            "required": ["document_key"],
+            "properties": {"document_key": {"type": "string", "minLength": 1}, "auth_key": optional},
+        },
+        "DeepLDocumentStatus": {
+            "type": "object",
+            "required": ["document_id", "status"],
+            "properties": {
+                "document_id": {"type": "string"},
+                "status": {"type": "string", "enum": ["queued", "translating", "done", "error"]},
+                "seconds_remaining": {"type": "integer", "minimum": 0},
+                "billed_characters": {"type": "integer", "minimum": 0},
+                "error_message": {"type": "string"},
+            },
+        },
+        "LibreTranslateFile": {
+            "type": "object",
+            "required": ["file", "target"],
+            "properties": {
+                "file": file_part,
+                "source": {"type": "string", "enum": list(SOURCE_SPELLINGS)},
+                "target": {"type": "string", "enum": ["en"]},
+                "api_key": optional,
+            },
+        },
+        "LibreTranslateFileUrl": {
+            "type": "object",
+            "required": ["translatedFileUrl"],
+            "properties": {"translatedFileUrl": {"type": "string"}},
         },
     }
 

@@ -71,6 +71,7 @@ from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS
 from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError, UnauthorizedError
 from handler.service import TextTranslation, TranslateOptions
+from handler.storage.documents import DocumentJobs, documents_for
 from handler.text.validation import require_unicode
 from handler.translation_memory import WorkCounts, current_work
 
@@ -117,11 +118,16 @@ HSTS = "max-age=31536000"  # only on requests that arrived over HTTPS (X-Forward
 class HttpApi:
     """Routes requests to the translation service; built once per cold start from a ``Startup``."""
 
-    def __init__(self, startup: Startup) -> None:
+    def __init__(self, startup: Startup, documents: DocumentJobs | None = None) -> None:
+        """``documents``: where DeepL's document API and LibreTranslate's files live (the adapter's choice,
+        ``handler.storage.documents.documents_for``); default: the local state folder, translated in this process."""
         self.startup = startup
         self.config = startup.config
         self.keys = ApiKeys.of(startup.config.api_keys)
-        self.compat = CompatApis(startup)  # LibreTranslate and DeepL routes, answered in their own shapes
+        if documents is None:
+            documents = documents_for(startup.config, startup.require_service)
+        # LibreTranslate and DeepL routes, answered in their own shapes
+        self.compat = CompatApis(startup, documents)
         self.known_routes = frozenset((*ROUTES, *self.compat.routes()))
         info = startup.service.info() if startup.service is not None else {}
         self._model = info.get("model")

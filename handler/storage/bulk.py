@@ -43,14 +43,14 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from handler.config import ENV_MAX_FILE_BYTES, RuntimeConfig
 from handler.errors import RequestTooLargeError, TranslatorError
-from handler.service import TranslationService
+from handler.service import TranslateOptions, TranslationService
 from handler.storage.files import (
     META_BUNDLE_HASH,
     META_MODEL,
@@ -96,11 +96,19 @@ class BulkError(TranslatorError):
     code = "bulk_inconsistent"
 
 
-def translate_in_parts(service: TranslationService, text: str, max_chars: int, fmt: str = "text") -> str:
-    """What the fan-out produces, in one process: each part translated as a file, joined with its separators."""
+def translate_in_parts(
+    service: TranslationService,
+    text: str,
+    max_chars: int,
+    fmt: str = "text",
+    options: Mapping[str, Any] | None = None,
+) -> str:
+    """What the fan-out produces, in one process: each part translated as a file, joined with its separators.
+    ``options``: the job's options as JSON values (``TranslateOptions.from_mapping``), as its manifest records them."""
     lead, parts = _plan(text, max_chars, fmt)
+    chosen = _options(options)
     return lead + "".join(
-        _translate_part_text(service, part.text, fmt=fmt, fragment=index > 0) + part.separator
+        _translate_part_text(service, part.text, fmt=fmt, fragment=index > 0, options=chosen) + part.separator
         for index, part in enumerate(parts)
     )
 
@@ -127,12 +135,18 @@ def _translate_part_text(
     *,
     fmt: str = "text",
     fragment: bool = False,
+    options: TranslateOptions | None = None,
 ) -> str:
     if is_subtitles(fmt):  # a WebVTT part after the first has no header: a fragment
-        return translate_file_text(service, text, fmt, fragment=fragment, deadline=deadline)
+        return translate_file_text(service, text, fmt, options, fragment=fragment, deadline=deadline)
     if fmt == WORD_FORMAT:  # paragraphs a line, as handler.text.word_documents hands them to the translator
-        return plain_translator(service, None, deadline=deadline)(text)
-    return translate_text(service, text, deadline=deadline) if text.strip() else text
+        return plain_translator(service, options, deadline=deadline)(text)
+    return translate_text(service, text, options, deadline=deadline) if text.strip() else text
+
+
+def _options(values: Mapping[str, Any] | None) -> TranslateOptions | None:
+    """A job's options from their JSON values (None: the defaults, as for any upload)."""
+    return TranslateOptions.from_mapping(values) if values else None
 
 
 # --- the job's objects ------------------------------------------------------------------------------------------
@@ -234,19 +248,25 @@ def handle_object_event(
     config: RuntimeConfig,
     *,
     deadline: float | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What the file adapters do with an "object created" event: a part, a large upload to plan, or a small one.
+
+    ``options``: translation options as JSON values (``TranslateOptions.from_mapping``) for this upload, recorded
+    in a fan-out's manifest so that every part applies them (a document of DeepL's API: ``handler.storage.documents``).
 
     Objects under ``TRANSLATE_WORK_PREFIX`` are the fan-out's own: parts are translated, the rest (manifests, part
     results) ignored. A plain-text upload over ``TRANSLATE_PART_CHARS`` characters is planned into parts; anything
     else takes the one-invocation path of ``handler.storage.files.handle_upload``.
     """
     try:
-        result = _fan_out(store, source, service, config, deadline)
+        result = _fan_out(store, source, service, config, deadline, options)
     except Exception as error:  # logged like handle_upload's failures; raised, so the platform retries the event
         logger.error("could not translate %s, nothing was written: %s: %s", source, type(error).__name__, error)
         raise
-    return result if result is not None else handle_upload(store, source, service, config, deadline=deadline)
+    if result is not None:
+        return result
+    return handle_upload(store, source, service, config, deadline=deadline, options=_options(options))
 
 
 def _fan_out(
@@ -255,6 +275,7 @@ def _fan_out(
     service: TranslationService,
     config: RuntimeConfig,
     deadline: float | None,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The fan-out's share of ``handle_object_event``; None: the one-invocation path takes the object."""
     if source.key.startswith(config.work_prefix):
@@ -285,7 +306,7 @@ def _fan_out(
             if len(text) > config.part_chars:
                 if is_subtitles(fmt):  # a corrupt file is refused before anything is planned
                     parse_track(text, fmt, name=str(source))
-                return start_job(store, source, data, text, encoding, service, config)
+                return start_job(store, source, data, text, encoding, service, config, options)
     return None
 
 
@@ -323,6 +344,7 @@ def start_job(
     encoding: str,
     service: TranslationService,
     config: RuntimeConfig,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the manifest, then the parts (each only if missing): their events start the translation."""
     output = plan_output(source, config)
@@ -349,6 +371,7 @@ def start_job(
         "bundle_hash": info.get("bundle_hash"),
         "part_chars": config.part_chars,
         **({"file_format": fmt} if _is_planned_format(fmt) else {}),
+        **({"options": dict(options)} if options else {}),
         "lead": lead,
         "parts": [
             {
@@ -430,7 +453,9 @@ def translate_part(
             raise BulkError(f"{layout.part(index)} does not match the sha256 its manifest records")
         began = time.monotonic()
         fmt = manifest.get("file_format", "text")
-        translation = _translate_part_text(service, text, deadline, fmt=fmt, fragment=index > 0)
+        translation = _translate_part_text(
+            service, text, deadline, fmt=fmt, fragment=index > 0, options=_options(manifest.get("options"))
+        )
         written = store.write_if(
             done_ref, translation.encode("utf-8"), {META_JOB: manifest["job"], "bulk-part": str(index)}, None
         )

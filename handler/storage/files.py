@@ -330,6 +330,10 @@ def translate_file_text(
     return translate_text(service, text, options, deadline=deadline, progress=progress)
 
 
+# the suffixes translate_file_bytes translates (lower-case): what the document APIs accept
+FILE_SUFFIXES: tuple[str, ...] = (".txt", *MARKUP_SUFFIXES, *SUBTITLE_SUFFIXES, *DOCUMENT_SUFFIXES)
+
+
 def translate_object(
     store: ObjectStore,
     source: ObjectRef,
@@ -337,6 +341,7 @@ def translate_object(
     config: RuntimeConfig,
     *,
     deadline: float | None = None,
+    options: TranslateOptions | None = None,
 ) -> FileTranslation:
     """Translate ``source`` into its planned output object; writes nothing unless the whole result is ready.
 
@@ -359,7 +364,7 @@ def translate_object(
         )
     fmt = format_for(source.key)
     payload, encoding, characters = _translate_bytes(
-        service, data, str(source), None, deadline=deadline, progress=None, fmt=fmt
+        service, data, str(source), options, deadline=deadline, progress=None, fmt=fmt
     )
     info = service.info()
     metadata = {
@@ -395,6 +400,7 @@ def handle_upload(
     config: RuntimeConfig,
     *,
     deadline: float | None = None,
+    options: TranslateOptions | None = None,
 ) -> dict[str, str]:
     """What every file adapter does with one "object created" notification; returns a summary for the logs.
 
@@ -404,11 +410,17 @@ def handle_upload(
     been written then.
     """
     try:
-        result = translate_object(store, source, service, config, deadline=deadline)
+        result = translate_object(store, source, service, config, deadline=deadline, options=options)
     except UploadRefusedError as error:
         logger.error("%s", error)
         return {"source": str(source), "status": "refused", "reason": str(error)}
     except Exception as error:
         logger.error("could not translate %s, nothing was written: %s: %s", source, type(error).__name__, error)
         raise
-    return {"source": str(source), "status": "translated", "output": str(result.output), "encoding": result.encoding}
+    return {
+        "source": str(source),
+        "status": "translated",
+        "output": str(result.output),
+        "encoding": result.encoding,
+        "characters": str(result.characters),
+    }

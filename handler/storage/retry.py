@@ -130,3 +130,8 @@ class RetryingStore:
     def list_keys(self, bucket: str, prefix: str) -> list[str]:
         target = f"{self.scheme}://{bucket}/{prefix}*"
         return self._call("listing", target, lambda: self.store.list_keys(bucket, prefix))
+
+    def delete(self, ref: ObjectRef, version: str | None = None) -> bool:
+        """The wrapped store's ``delete`` (S3Store, GcsStore, FolderStore), retried like every other call."""
+        delete = self.store.delete  # type: ignore[attr-defined]  # not part of TransientAware: the state's stores
+        return bool(self._call("deleting", str(ref), lambda: delete(ref, version)))

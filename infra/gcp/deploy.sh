@@ -14,7 +14,10 @@
 # get Eventarc triggers on the buckets; the image is built with `make image-gcp BUNDLE=...` and pushed to an
 # Artifact Registry repository named $FUNCTION_NAME.
 # All: 2 GiB memory, 1 vCPU, the runtime's settings from infra/gcp/env.yaml, and a dedicated service account
-# that may read the input bucket and write the output bucket, nothing else.
+# that may read the input bucket and write the output bucket, and write and delete objects only under
+# TRANSLATE_DOCUMENT_PREFIX of the input bucket, nothing else. DeepL's document API (POST /v2/document on the HTTP
+# function) writes an uploaded document there; its finalize event reaches $FUNCTION_NAME-files, which translates it
+# like any upload; the status and result routes read the output bucket (docs/documents.md).
 # Failures: both event functions run with --retry and at most FILE_INSTANCES / PART_INSTANCES instances (which
 # bounds cost); their Eventarc subscriptions redeliver a failed event with backoff (10 s to 10 min) up to
 # MAX_DELIVERY_ATTEMPTS times within MAX_EVENT_AGE, then send it to the dead-letter topic $FUNCTION_NAME-failed-events
@@ -44,6 +47,7 @@
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+DOCUMENT_PREFIX="$(sed -n 's/^TRANSLATE_DOCUMENT_PREFIX: "\(.*\)"$/\1/p' "$REPO_ROOT/infra/gcp/env.yaml")"
 # shellcheck source=../bundle.sh
 source "$REPO_ROOT/infra/bundle.sh"
 MODE="${1:-print}"
@@ -100,10 +104,16 @@ PY
 env_files() {  # DIR: the runtime settings of the HTTP entry point and of the two event entry points
     local dir="$1"
     mkdir -p "$dir"
-    cp "$REPO_ROOT/infra/gcp/env.yaml" "$dir/env-http.yaml"
+    {
+        cat "$REPO_ROOT/infra/gcp/env.yaml"
+        printf 'TRANSLATE_OUTPUT_BUCKET: "%s"\n' "$OUTPUT"  # document records and translations
+        printf 'TRANSLATE_DOCUMENT_BUCKET: "%s"\n' "$INPUT"  # uploaded documents, translated by the files function
+        printf 'TRANSLATE_EVENT_TIMEOUT_S: "%s"\n' "${HTTP_TIMEOUT%s}"  # /translate_file's time: the --timeout
+    } > "$dir/env-http.yaml"
     {
         cat "$REPO_ROOT/infra/gcp/env.yaml"
         printf 'TRANSLATE_OUTPUT_BUCKET: "%s"\n' "$OUTPUT"
+        printf 'TRANSLATE_DOCUMENT_BUCKET: "%s"\n' "$INPUT"  # its documents' uploads get their records' options
         printf 'TRANSLATE_EVENT_TIMEOUT_S: "%s"\n' "$FILES_TIMEOUT_S"  # the event functions' --timeout
     } > "$dir/env-files.yaml"
     if [[ "$PLATFORM" == run ]]; then  # one image, three services: FUNCTION_TARGET chooses the entry point
@@ -200,6 +210,9 @@ exists gcloud storage buckets describe "gs://$INPUT" \
 exists gcloud storage buckets describe "gs://$OUTPUT" \
     || run gcloud storage buckets create "gs://$OUTPUT" --project "$PROJECT" --location "$REGION" --uniform-bucket-level-access
 run gcloud storage buckets add-iam-policy-binding "gs://$INPUT" --member "serviceAccount:$SA" --role roles/storage.objectViewer
+# DeepL's document API: write uploaded documents and delete them once downloaded, only under the document prefix
+run gcloud storage buckets add-iam-policy-binding "gs://$INPUT" --member "serviceAccount:$SA" --role roles/storage.objectUser \
+    --condition "expression=resource.name.startsWith('projects/_/buckets/$INPUT/objects/$DOCUMENT_PREFIX'),title=documents-only"
 # objectUser, not objectCreator: replacing an earlier translation of the same file also needs objects.delete
 run gcloud storage buckets add-iam-policy-binding "gs://$OUTPUT" --member "serviceAccount:$SA" --role roles/storage.objectUser
 

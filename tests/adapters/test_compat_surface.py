@@ -38,8 +38,10 @@ def test_deepl_form_with_repeated_text_fields(api: HttpApi) -> None:
 
 
 def test_deepl_unknown_route_method_and_tag_handling(api: HttpApi) -> None:
-    unknown = call(api, "POST", "/v2/document")
+    unknown = call(api, "POST", "/v2/no-such-route")
     assert unknown.status == 404 and "/v2/translate" in body(unknown)["message"]
+    no_file = call(api, "POST", "/v2/document", {"target_lang": "EN-US"})  # the document API: a multipart file
+    assert no_file.status == 400 and "'file'" in body(no_file)["message"]
     wrong_method = call(api, "GET", "/v2/translate")
     assert wrong_method.status == 405 and wrong_method.headers["Allow"] == "POST"
     assert call(api, "OPTIONS", "/v2/translate").status == 204

@@ -1,7 +1,7 @@
 """schemathesis against the live server: functions-framework as ``make run`` starts it, on the shipped default
 model, its description fetched from ``GET /openapi.json`` (``st run``, the schemathesis command line).
 
-Every operation of the description (26) gets its explicit examples, the coverage phase's boundary and
+Every operation of the description (37) gets its explicit examples, the coverage phase's boundary and
 invalid values and ``MAX_EXAMPLES`` generated requests, valid and invalid, with a fixed seed (the same requests
 each run). Every check runs: no 5xx; a documented status code, content type, body schema and headers
 (``X-Request-Id`` on every answer); invalid data refused and valid data accepted (413 counts as a refusal: the
@@ -41,8 +41,12 @@ CONFIG = Path(__file__).with_name("schemathesis.toml")
 def shipped_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not (DEFAULT_BUNDLE_DIR / MANIFEST).exists():
         pytest.skip(f"the shipped bundle {DEFAULT_BUNDLE_DIR} is not built (no {MANIFEST})")
-    env = function_env(Path(DEFAULT_BUNDLE_DIR), TRANSLATE_MAX_CHARS="400", TRANSLATE_MAX_TEXTS="8")
-    server, url = start_functions_framework("translate_http", env, tmp_path_factory.mktemp("schemathesis"))
+    log_dir = tmp_path_factory.mktemp("schemathesis")
+    # uploaded documents and translated files go to a folder of the test's own, not the working directory's
+    env = function_env(
+        Path(DEFAULT_BUNDLE_DIR), TRANSLATE_MAX_CHARS="400", TRANSLATE_MAX_TEXTS="8", TRANSLATE_STATE_DIR=str(log_dir)
+    )
+    server, url = start_functions_framework("translate_http", env, log_dir)
     yield url
     server.stop()
 
@@ -83,7 +87,7 @@ def test_every_operation_answers_as_described(shipped_server_url: str, tmp_path:
         pytest.fail(f"schemathesis ran past its {WALL_CLOCK_BOUND_S} s bound:\n{timeout.stdout}")
     print(f"schemathesis: {time.monotonic() - began:.1f} s\n{run.stdout[-1500:]}")
     assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-5000:]
-    assert "26 selected / 26 total" in run.stdout and "No issues found" in run.stdout
+    assert "37 selected / 37 total" in run.stdout and "No issues found" in run.stdout
 
 
 def test_the_description_schemathesis_runs_holds_every_drop_in_route() -> None:

@@ -187,8 +187,18 @@ def test_iam_reads_the_input_bucket_and_reads_lists_writes_only_the_output_bucke
             "arn:${AWS::Partition}:s3:::${InputBucketName}/*",
             "arn:${AWS::Partition}:s3:::${OutputBucketName}/*",
         },
-        "s3:PutObject": {"arn:${AWS::Partition}:s3:::${OutputBucketName}/*"},
+        "s3:PutObject": {
+            "arn:${AWS::Partition}:s3:::${OutputBucketName}/*",
+            # DeepL's document API: uploaded documents, only under the document prefix of the input bucket
+            "arn:${AWS::Partition}:s3:::${InputBucketName}/${DocumentPrefix}*",
+        },
         "s3:ListBucket": {"arn:${AWS::Partition}:s3:::${OutputBucketName}"},  # the fan-out lists its part results
+        # a downloaded document's source, translation and fan-out objects; no other object is ever deleted
+        "s3:DeleteObject": {
+            "arn:${AWS::Partition}:s3:::${InputBucketName}/${DocumentPrefix}*",
+            "arn:${AWS::Partition}:s3:::${OutputBucketName}/${OutputPrefix}${DocumentPrefix}*",
+            "arn:${AWS::Partition}:s3:::${OutputBucketName}/${WorkPrefix}*",
+        },
     }
 
 
@@ -202,6 +212,9 @@ def test_every_runtime_setting_is_a_parameter_with_the_runtime_default(
     defaults = {}
     for variable, value in environment.items():
         if variable in (runtime_config.ENV_OUTPUT_BUCKET, runtime_config.ENV_EVENT_TIMEOUT_S):
+            continue
+        if variable == runtime_config.ENV_DOCUMENT_BUCKET:  # the input bucket, whose upload events translate them
+            assert value == {"Ref": "InputBucketName"}
             continue
         parameter = template["Parameters"][value["Ref"]]
         assert variable in parameter["Description"]
@@ -273,10 +286,17 @@ def test_gcp_storage_trigger_finalize_on_input_bucket_output_elsewhere(gcloud_co
         "type=google.cloud.storage.object.v1.finalized",
     ]
     add_binding = ["gcloud", "storage", "buckets", "add-iam-policy-binding"]
-    bindings = {c[4]: _flags(c)["--role"] for c in gcloud_commands if c[:4] == add_binding}
+    bindings: dict[str, list[tuple[str, str]]] = {}
+    for command in (c for c in gcloud_commands if c[:4] == add_binding):
+        flags_of = _flags(command)
+        bindings.setdefault(command[4], []).append((flags_of["--role"][0], (flags_of.get("--condition") or [""])[0]))
+    documents_only = (
+        "expression=resource.name.startsWith('projects/_/buckets/uploads-in/objects/_documents/'),title=documents-only"
+    )
     assert bindings == {
-        "gs://uploads-in": ["roles/storage.objectViewer"],  # read uploads
-        "gs://uploads-out": ["roles/storage.objectUser"],  # write (and replace) translations
+        # read uploads; write and delete DeepL documents, only under TRANSLATE_DOCUMENT_PREFIX
+        "gs://uploads-in": [("roles/storage.objectViewer", ""), ("roles/storage.objectUser", documents_only)],
+        "gs://uploads-out": [("roles/storage.objectUser", "")],  # write (and replace) translations
     }
     environment_file = flags["--env-vars-file"][0]
     assert environment_file.endswith("env-files.yaml")
@@ -350,6 +370,7 @@ def test_gcp_settings_are_runtime_variables_with_runtime_defaults() -> None:
     set_by_deploy = {
         runtime_config.ENV_BUNDLE_DIR,
         runtime_config.ENV_OUTPUT_BUCKET,
+        runtime_config.ENV_DOCUMENT_BUCKET,
         runtime_config.ENV_EVENT_TIMEOUT_S,
     }
     assert set(settings) == ENV_VARS - set_by_deploy
@@ -373,7 +394,7 @@ def test_gcp_staged_source_holds_the_cloudrun_image_files(tmp_path: Path, tiny_b
         ["bash", str(repo / "infra" / "gcp" / "deploy.sh"), "stage", str(stage)],
         capture_output=True,
         text=True,
-        env={"PATH": "/usr/bin:/bin", "OUTPUT_BUCKET": "uploads-out"},
+        env={"PATH": "/usr/bin:/bin", "OUTPUT_BUCKET": "uploads-out", "INPUT_BUCKET": "uploads-in"},
     )
     assert result.returncode == 0, result.stderr
     source = stage / "source"
@@ -393,7 +414,11 @@ def test_gcp_staged_source_holds_the_cloudrun_image_files(tmp_path: Path, tiny_b
     for entry_point in ("translate_storage_event", "translate_part_event"):
         assert _deploy(commands, entry_point)["--timeout"] == [f"{files_env[runtime_config.ENV_EVENT_TIMEOUT_S]}s"]
     assert RuntimeConfig.from_env(files_env).event_timeout_s == 540
-    assert runtime_config.ENV_OUTPUT_BUCKET not in yaml.safe_load((stage / "env-http.yaml").read_text())
+    # the HTTP function keeps DeepL's documents in the buckets: records in the output bucket, uploads in the input one
+    http_env = yaml.safe_load((stage / "env-http.yaml").read_text())
+    assert http_env[runtime_config.ENV_OUTPUT_BUCKET] == "uploads-out" == files_env[runtime_config.ENV_OUTPUT_BUCKET]
+    assert http_env[runtime_config.ENV_DOCUMENT_BUCKET] == "uploads-in" == files_env[runtime_config.ENV_DOCUMENT_BUCKET]
+    assert RuntimeConfig.from_env(http_env).event_timeout_s == 300  # /translate_file's time: the HTTP --timeout
 
 
 def test_gcp_stage_without_a_bundle_says_how_to_build_one(tmp_path: Path) -> None:

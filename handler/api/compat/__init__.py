@@ -1,8 +1,13 @@
 """Drop-in HTTP APIs of other translation servers, on the same translation service.
 
 * ``handler.api.compat.libretranslate``: LibreTranslate's ``POST /translate`` (told from ours by its ``q`` field or
-  a form body), ``POST /detect``, ``GET /languages``, ``GET /frontend/settings``;
-* ``handler.api.compat.deepl``: DeepL's ``POST /v2/translate``, ``GET /v2/languages``, ``GET /v2/usage``.
+  a form body), ``POST /detect``, ``GET /languages``, ``GET /frontend/settings``, ``POST /translate_file`` and
+  ``GET /download_file/<name>``;
+* ``handler.api.compat.deepl``: DeepL's ``POST /v2/translate``, ``GET /v2/languages``, ``GET /v2/usage`` and the
+  document API ``POST /v2/document``, ``/v2/document/{id}``, ``/v2/document/{id}/result``.
+
+The documents and the translated files live where the adapter says (``handler.storage.documents.documents_for``):
+a local folder, or the deployment's buckets.
 
 Each answers in its own API's shapes, with its own error body and status codes, while the limits (characters,
 texts) and the errors underneath are the service's (``handler.errors``). ``handler.api.router`` asks
@@ -16,6 +21,7 @@ from handler.api.compat.deepl import DeepLApi
 from handler.api.compat.libretranslate import LibreTranslateApi
 from handler.api.messages import HttpRequest, HttpResponse
 from handler.coldstart import Startup
+from handler.storage.documents import DocumentJobs
 
 MAX_BODY_BYTES = max(deepl.MAX_BODY_BYTES, libretranslate.MAX_BODY_BYTES)  # the largest body either reads
 
@@ -23,9 +29,9 @@ MAX_BODY_BYTES = max(deepl.MAX_BODY_BYTES, libretranslate.MAX_BODY_BYTES)  # the
 class CompatApis:
     """The drop-in APIs of one cold start."""
 
-    def __init__(self, startup: Startup) -> None:
-        self.libretranslate = LibreTranslateApi(startup)
-        self.deepl = DeepLApi(startup)
+    def __init__(self, startup: Startup, documents: DocumentJobs) -> None:
+        self.libretranslate = LibreTranslateApi(startup, documents.state)
+        self.deepl = DeepLApi(startup, documents)
 
     def routes(self) -> tuple[str, ...]:
         """Every path the drop-in APIs answer."""

@@ -10,19 +10,35 @@ client sends them, a form body):
 ``GET /v2/languages``   ``type=source`` (default: ZH) or ``type=target`` (EN-GB, EN-US)
 ``GET /v2/usage``       characters translated through this API by this instance since its cold start, and a limit
                         that is never reached (the function has no quota)
+``POST /v2/document``   multipart ``file`` (``filename`` optional), ``target_lang``, ``source_lang``, ``formality``,
+                        ``output_format`` (only the input's own), ``glossary_id`` (refused: ``document_glossary``)
+                        → ``{"document_id", "document_key"}``; the translation runs in the background
+                        (``handler.storage.documents``: a local worker, or the deployment's upload events)
+``POST /v2/document/{document_id}``  ``document_key`` → ``{"document_id", "status"}`` with ``seconds_remaining``
+                        (translating), ``billed_characters`` (done) or ``error_message`` (error)
+``POST /v2/document/{document_id}/result``  ``document_key`` → the translated file (Content-Type of its format),
+                        once: it is deleted when downloaded, and a second download is 404; 503 before it is done
+
+``formality``: English has no formal register this model distinguishes, so ``default``, ``prefer_more`` and
+``prefer_less`` are accepted and change nothing, while ``more`` and ``less`` are refused (400) as DeepL refuses them
+for a target language without formality (``supports_formality`` is false in ``/v2/languages``).
 
 Authentication is DeepL's ``Authorization: DeepL-Auth-Key KEY`` header (or the legacy ``auth_key`` parameter, or
 this server's ``X-API-Key`` / ``Authorization: Bearer``; precedence in ``handler.api.keys``); with keys configured
 (``TRANSLATE_API_KEYS``, ``TRANSLATE_API_KEYS_FILE``) the key must be one of them, otherwise any key passes.
-Errors are DeepL's ``{"message": "..."}`` with 400 (bad request, unsupported language), 403 (authorization), 404,
-405, 413 (request too large), 500 and 503 (the model is unavailable or out of time; DeepL's clients retry 5xx).
+Errors are DeepL's ``{"message": "..."}`` with 400 (bad request, unsupported language or file type), 403
+(authorization, a wrong ``document_key``), 404 (unknown or downloaded document), 405, 413 (request or file too
+large), 429 (too many documents queued), 500 and 503 (the model is unavailable or out of time, a document not
+ready; DeepL's clients retry 5xx and 429).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from typing import Any
+from urllib.parse import quote
 
 from handler.api.compat.fields import (
     ApiStatus,
@@ -30,6 +46,7 @@ from handler.api.compat.fields import (
     HttpResponse,
     RequestFields,
     UnauthorizedError,
+    UploadedFile,
     json_response,
     key_is_valid,
     read_fields,
@@ -39,6 +56,7 @@ from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import TranslatorError
 from handler.service import TranslateOptions
+from handler.storage.documents import DocumentJobs, DocumentStatus, DocumentUpload
 from handler.text.script_conversion import AUTO, SIMPLIFIED, TRADITIONAL
 
 logger = logging.getLogger(__name__)
@@ -57,7 +75,13 @@ ROUTES: dict[str, tuple[str, ...]] = {
     "/v2/translate": ("POST",),
     "/v2/languages": ("GET", "POST"),
     "/v2/usage": ("GET", "POST"),
+    "/v2/document": ("POST",),
+    # {document_id}: any id (DOCUMENT_ROUTE); listed so that the route table names every route
+    "/v2/document/{document_id}": ("POST",),
+    "/v2/document/{document_id}/result": ("POST",),
 }
+DOCUMENT_ROUTE = re.compile(r"/v2/document/(?P<id>[^/]+)(?P<result>/result)?")
+FORMALITIES_IGNORED = ("", "default", "prefer_more", "prefer_less")  # English: nothing to change
 
 
 _STATUS_BY_CODE = {
@@ -67,12 +91,17 @@ _STATUS_BY_CODE = {
     "model_unavailable": 503,
     "bundle_invalid": 503,
     "deadline_exceeded": 503,
+    "document_not_found": 404,
+    "document_key_invalid": 403,
+    "document_not_ready": 503,
+    "document_queue_full": 429,
 }
 
 
 class DeepLApi:
-    def __init__(self, startup: Startup) -> None:
+    def __init__(self, startup: Startup, documents: DocumentJobs) -> None:
         self.startup = startup
+        self.documents = documents
         self.keys = ApiKeys.of(startup.config.api_keys)
         self.routes = ROUTES
         self._characters = 0
@@ -83,15 +112,23 @@ class DeepLApi:
 
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
         try:
-            allowed = ROUTES.get(path)
+            document = DOCUMENT_ROUTE.fullmatch(path)
+            allowed = ("POST",) if document else ROUTES.get(path)
+            if document is not None and request.method == "OPTIONS":  # a CORS preflight, for any document id
+                return HttpResponse(204, {"Allow": "POST, OPTIONS"}, b"")
             if allowed is None:
                 raise ApiStatus(404, f"{path} is not a DeepL route this server answers; it has {', '.join(ROUTES)}")
             if request.method not in allowed and not (request.method == "HEAD" and "GET" in allowed):
                 return json_response(
                     405, {"message": f"{path} answers {' and '.join(allowed)}"}, {"Allow": ", ".join(allowed)}
                 )
-            fields = read_fields(request, MAX_BODY_BYTES)
+            files: dict[str, UploadedFile] = {}
+            fields = read_fields(request, MAX_BODY_BYTES, files if path == "/v2/document" else None)
             self._check_key(request, fields)
+            if path == "/v2/document":
+                return json_response(200, self._upload(fields, files))
+            if document is not None:
+                return self._document(document["id"], fields, bool(document["result"]))
             if path == "/v2/languages":
                 kind = (fields.text("type") or "source").lower()
                 if kind not in ("source", "target"):
@@ -120,24 +157,58 @@ class DeepLApi:
                 f"({ENV_API_KEYS})"
             )
 
+    # --- documents ----------------------------------------------------------------------------------------------
+    def _upload(self, fields: RequestFields, files: dict[str, UploadedFile]) -> dict[str, Any]:
+        uploaded = files.get("file")
+        if uploaded is None:
+            raise ApiStatus(
+                400, "Parameter 'file' not specified: send the document as the multipart/form-data file field 'file'"
+            )
+        name = (fields.text("filename") or uploaded.filename or "").strip()
+        target = _target(fields)
+        source = _source(fields)
+        formality = (fields.text("formality") or "").strip().lower()
+        if formality not in FORMALITIES_IGNORED:
+            raise ApiStatus(
+                400,
+                f"Value for 'formality' not supported: {formality!r}; English ({target}) has no formality here "
+                f"(supports_formality is false), so use default, prefer_more or prefer_less, which change nothing",
+            )
+        output_format = (fields.text("output_format") or "").strip().lower().lstrip(".")
+        suffix = name[name.rfind(".") + 1 :].lower() if "." in name else ""
+        if output_format and output_format != suffix:
+            raise ApiStatus(
+                400,
+                f"Value for 'output_format' not supported: {output_format!r}; a translation has its document's own "
+                f"format ({suffix or 'none'}); leave output_format out",
+            )
+        options: dict[str, Any] = {"source": _SOURCE_VARIANTS.get(source, AUTO)}
+        glossary = document_glossary(fields)
+        if glossary:
+            options["glossary"] = glossary
+        self.startup.require_service()
+        handle = self.documents.create(DocumentUpload(name, uploaded.data, options, target, formality or None))
+        return {"document_id": handle.document_id, "document_key": handle.document_key}
+
+    def _document(self, document_id: str, fields: RequestFields, result: bool) -> HttpResponse:
+        key = fields.text("document_key")
+        if not key:
+            raise ApiStatus(400, "Parameter 'document_key' not specified: send the key /v2/document answered")
+        if not result:
+            return json_response(200, _status_json(self.documents.status(document_id, key)))
+        translated = self.documents.take_result(document_id, key)
+        filename = quote(translated.name or "document", safe="")
+        headers = {
+            "Content-Type": translated.content_type,
+            "Content-Disposition": f"attachment; filename*=UTF-8''{filename}",
+            "Cache-Control": "no-store",
+        }
+        return HttpResponse(200, headers, translated.data)
+
     def _translate(self, fields: RequestFields) -> dict[str, Any]:
         texts = _texts(fields)
-        target = (fields.text("target_lang") or "").strip().upper()
-        if not target:
-            raise ApiStatus(400, "Parameter 'target_lang' not specified; this server translates to EN, EN-US or EN-GB")
-        if target not in _TARGETS:
-            raise ApiStatus(
-                400,
-                f"Value for 'target_lang' not supported: {target}; this server translates Chinese to English "
-                f"(target_lang EN, EN-US or EN-GB)",
-            )
-        source = (fields.text("source_lang") or "").strip().upper()
-        if source and source not in _SOURCE_VARIANTS:
-            raise ApiStatus(
-                400,
-                f"Value for 'source_lang' not supported: {source}; this server translates Chinese (source_lang ZH, "
-                f"ZH-HANS or ZH-HANT) to English",
-            )
+        _target(fields)
+        source = _source(fields)
         tag_handling = (fields.text("tag_handling") or "").strip().lower()
         if tag_handling not in ("", "html"):
             raise ApiStatus(400, f"Value for 'tag_handling' not supported: {tag_handling}; this server handles html")
@@ -159,6 +230,56 @@ class DeepLApi:
                 for english, characters in zip(translations, billed, strict=True)
             ]
         }
+
+
+def _target(fields: RequestFields) -> str:
+    target = (fields.text("target_lang") or "").strip().upper()
+    if not target:
+        raise ApiStatus(400, "Parameter 'target_lang' not specified; this server translates to EN, EN-US or EN-GB")
+    if target not in _TARGETS:
+        raise ApiStatus(
+            400,
+            f"Value for 'target_lang' not supported: {target}; this server translates Chinese to English "
+            f"(target_lang EN, EN-US or EN-GB)",
+        )
+    return target
+
+
+def _source(fields: RequestFields) -> str:
+    source = (fields.text("source_lang") or "").strip().upper()
+    if source and source not in _SOURCE_VARIANTS:
+        raise ApiStatus(
+            400,
+            f"Value for 'source_lang' not supported: {source}; this server translates Chinese (source_lang ZH, "
+            f"ZH-HANS or ZH-HANT) to English",
+        )
+    return source
+
+
+def document_glossary(fields: RequestFields) -> dict[str, str] | None:
+    """The glossary (term -> English) a document upload names with ``glossary_id`` / ``glossary_ids``; None
+    without one. Stored glossaries are not served yet, so naming one is refused, as on /v2/translate. (The one
+    place to replace when DeepL's glossary API lands: return the stored glossary's entries here.)"""
+    if fields.get("glossary_id") or fields.get("glossary_ids"):
+        raise ApiStatus(
+            400,
+            "glossary_id is not supported: this server applies its deployment's glossary (TRANSLATE_GLOSSARY_FILE) "
+            "to every document",
+        )
+    return None
+
+
+def _status_json(status: DocumentStatus) -> dict[str, Any]:
+    """DeepL's status answer: ``seconds_remaining`` while translating, ``billed_characters`` when done,
+    ``error_message`` on error."""
+    answer: dict[str, Any] = {"document_id": status.document_id, "status": status.status}
+    if status.seconds_remaining is not None and status.status in ("queued", "translating"):
+        answer["seconds_remaining"] = status.seconds_remaining
+    if status.billed_characters is not None and status.status == "done":
+        answer["billed_characters"] = status.billed_characters
+    if status.error_message is not None:
+        answer["error_message"] = status.error_message
+    return answer
 
 
 def _texts(fields: RequestFields) -> list[str]:

@@ -37,6 +37,7 @@ __all__ = [
     "HttpResponse",
     "RequestFields",
     "UnauthorizedError",
+    "UploadedFile",
     "json_response",
     "key_is_valid",
     "read_fields",
@@ -49,6 +50,14 @@ class ApiStatus(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    """A file part of a ``multipart/form-data`` body: the name the client gave it and its bytes, as sent."""
+
+    filename: str
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -78,8 +87,11 @@ class RequestFields:
         return name in self.values
 
 
-def read_fields(request: HttpRequest, max_body_bytes: int) -> RequestFields:
-    """The query string's and the body's parameters (the body wins); JSON or form-encoded bodies."""
+def read_fields(
+    request: HttpRequest, max_body_bytes: int, files: dict[str, UploadedFile] | None = None
+) -> RequestFields:
+    """The query string's and the body's parameters (the body wins); JSON or form-encoded bodies. ``files``: a
+    route that takes file uploads receives a multipart body's file parts there (otherwise a file is refused)."""
     values: dict[str, Any] = {}
     _, _, query = request.path.partition("?")
     values.update(_form(query))
@@ -97,7 +109,7 @@ def read_fields(request: HttpRequest, max_body_bytes: int) -> RequestFields:
         values.update(payload)
         return RequestFields(values, form=False)
     if media_type == MULTIPART_TYPE and body:
-        values.update(_multipart(request.headers.get("content-type", ""), request.body))
+        values.update(_multipart(request.headers.get("content-type", ""), request.body, files))
         return RequestFields(values, form=True)
     if body and media_type not in ("", FORM_TYPE, "text/plain"):
         raise InvalidRequestError(
@@ -124,7 +136,7 @@ def _fields(pairs: Mapping[str, list[str]]) -> dict[str, Any]:
     return fields
 
 
-def _multipart(content_type: str, body: bytes) -> dict[str, Any]:
+def _multipart(content_type: str, body: bytes, files: dict[str, UploadedFile] | None = None) -> dict[str, Any]:
     """The text fields of a ``multipart/form-data`` body, as ``_form`` gives them; ``InvalidRequestError`` saying
     what is wrong with a body that does not follow its boundary, a part without a name, a file or non-UTF-8 text."""
     allowed = f"send the fields as {MULTIPART_TYPE} with the boundary its Content-Type names, or as {FORM_TYPE}"
@@ -151,9 +163,15 @@ def _multipart(content_type: str, body: bytes) -> dict[str, Any]:
             raise InvalidRequestError(
                 f'part {index} of the {MULTIPART_TYPE} body has no name (Content-Disposition: form-data; name="q")'
             )
-        if part.get_filename() is not None:
+        filename = part.get_filename()
+        if filename is not None and files is None:
             raise InvalidRequestError(f"the field {name!r} is a file; this API translates text fields, not files")
         payload = part.get_payload(decode=True)
+        if filename is not None and files is not None:
+            if name in files:
+                raise InvalidRequestError(f"the file field {name!r} is given twice; send one file")
+            files[name] = UploadedFile(str(filename), payload if isinstance(payload, bytes) else b"")
+            continue
         try:
             text = payload.decode("utf-8") if isinstance(payload, bytes) else ""
         except UnicodeDecodeError:

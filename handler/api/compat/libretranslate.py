@@ -10,19 +10,26 @@ query string):
                             Told apart from this server's own ``POST /translate`` by its ``q`` field or a form body.
 ``POST /detect``            ``q`` → ``[{"language": "zh", "confidence": 97.0}]`` ("zt" for Traditional Chinese)
 ``GET|POST /languages``     the pairs this server translates: zh → en and zt → en
-``GET /frontend/settings``  the character limit, whether a key is required, the default languages
+``GET /frontend/settings``  the character limit, whether a key is required, the default languages, the file formats
+``POST /translate_file``    multipart ``file``, ``source``, ``target``, ``api_key`` → ``{"translatedFileUrl":
+                            "<scheme>://<host>/download_file/<token>-<name>"}``: translated at once, within the
+                            request (``handler.storage.files.translate_file_bytes``; the suffixes of
+                            ``FILE_SUFFIXES``), kept in the state location (``handler.storage.translated_files``)
+``GET /download_file/<token>-<name>``  that file (Content-Type of its format); the 128-bit token is its credential
 
-Errors are LibreTranslate's: ``{"error": "message"}`` with 400 (bad or too large request, unsupported language),
-403 (missing or invalid ``api_key``, or this server's ``X-API-Key`` / ``Authorization: Bearer``, when keys are
-configured: ``handler.api.keys``), 404 and 405, 500 (translation failed or
-the model is unavailable).
+Errors are LibreTranslate's: ``{"error": "message"}`` with 400 (bad or too large request, unsupported language or
+file format, a corrupt file), 413 (a file over ``TRANSLATE_MAX_FILE_BYTES``), 403 (missing or invalid ``api_key``, or
+this server's ``X-API-Key`` / ``Authorization: Bearer``, when keys are configured: ``handler.api.keys``), 404 (an
+unknown download) and 405, 500 (translation failed or the model is unavailable).
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from handler.api.compat.fields import (
     FORM_TYPE,
@@ -32,6 +39,7 @@ from handler.api.compat.fields import (
     HttpResponse,
     RequestFields,
     UnauthorizedError,
+    UploadedFile,
     json_response,
     key_is_valid,
     read_fields,
@@ -42,6 +50,10 @@ from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import InvalidRequestError, TranslatorError
 from handler.service import TranslateOptions
+from handler.storage.documents import content_type_for, suffix_of
+from handler.storage.files import FILE_SUFFIXES, translate_file_bytes
+from handler.storage.state import StateLocation
+from handler.storage.translated_files import TranslatedFiles, valid_download_name
 from handler.text.script_conversion import HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL, canonical_variant
 
 logger = logging.getLogger(__name__)
@@ -62,7 +74,10 @@ ROUTES: dict[str, tuple[str, ...]] = {
     "/detect": ("POST",),
     "/languages": ("GET", "POST"),
     "/frontend/settings": ("GET",),
+    "/translate_file": ("POST",),
+    "/download_file/{filename}": ("GET",),  # {filename}: what translatedFileUrl names (DOWNLOAD_PREFIX)
 }
+DOWNLOAD_PREFIX = "/download_file/"
 
 
 def _status_for(error: TranslatorError) -> int:
@@ -74,13 +89,16 @@ def _status_for(error: TranslatorError) -> int:
 
 
 class LibreTranslateApi:
-    def __init__(self, startup: Startup) -> None:
+    def __init__(self, startup: Startup, state: Callable[[], StateLocation]) -> None:
         self.startup = startup
+        self.files = TranslatedFiles(state)
         self.keys = ApiKeys.of(startup.config.api_keys)
         self.routes = ROUTES
 
     def claims(self, path: str, request: HttpRequest) -> bool:
         """LibreTranslate's routes; ``POST /translate`` only with a ``q`` field or a non-JSON body."""
+        if path.startswith(DOWNLOAD_PREFIX):
+            return True
         if path != "/translate":
             return path in ROUTES
         if request.method != "POST":
@@ -101,12 +119,17 @@ class LibreTranslateApi:
 
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
         try:
-            allowed = ROUTES[path]
+            allowed = ("GET",) if path.startswith(DOWNLOAD_PREFIX) else ROUTES[path]
+            if path.startswith(DOWNLOAD_PREFIX) and request.method == "OPTIONS":  # a CORS preflight, for any name
+                return HttpResponse(204, {"Allow": "GET, OPTIONS"}, b"")
             if request.method not in allowed and not (request.method == "HEAD" and "GET" in allowed):
                 return json_response(
                     405, {"error": f"{path} answers {' and '.join(allowed)}"}, {"Allow": ", ".join(allowed)}
                 )
-            fields = read_fields(request, MAX_BODY_BYTES)
+            if path.startswith(DOWNLOAD_PREFIX):
+                return self._download(path[len(DOWNLOAD_PREFIX) :])
+            files: dict[str, UploadedFile] = {}
+            fields = read_fields(request, MAX_BODY_BYTES, files if path == "/translate_file" else None)
             if path == "/languages":
                 return json_response(200, list(LANGUAGES))
             if path == "/frontend/settings":
@@ -114,6 +137,8 @@ class LibreTranslateApi:
             self._check_key(request, fields)
             if path == "/detect":
                 return json_response(200, self._detect(fields))
+            if path == "/translate_file":
+                return json_response(200, self._translate_file(request, fields, files))
             return json_response(200, self._translate(fields))
         except ApiStatus as error:
             return json_response(error.status, {"error": str(error)})
@@ -134,8 +159,8 @@ class LibreTranslateApi:
             "apiKeys": self.keys.required,
             "keyRequired": self.keys.required,
             "suggestions": False,
-            "filesTranslation": False,
-            "supportedFilesFormat": [],
+            "filesTranslation": True,
+            "supportedFilesFormat": list(FILE_SUFFIXES),
             "language": {
                 "source": {"code": "zh", "name": "Chinese"},
                 "target": {"code": TARGET, "name": "English"},
@@ -162,24 +187,53 @@ class LibreTranslateApi:
         confidence = round(100.0 * found.han / max(1, letters), 1)
         return [{"language": _CODE_BY_VARIANT.get(found.variant, "zh"), "confidence": min(100.0, confidence)}]
 
+    def _translate_file(
+        self, request: HttpRequest, fields: RequestFields, files: dict[str, UploadedFile]
+    ) -> dict[str, Any]:
+        uploaded = files.get("file")
+        if uploaded is None:
+            raise ApiStatus(400, "Invalid request: missing file parameter (a multipart/form-data file field 'file')")
+        variant = _languages(fields)
+        name = uploaded.filename.replace("\\", "/").rsplit("/", 1)[-1].strip()
+        if suffix_of(name) not in FILE_SUFFIXES:
+            raise ApiStatus(
+                400,
+                f"Invalid request: file format not supported: {name!r}; this server translates "
+                f"{', '.join(FILE_SUFFIXES)} files",
+            )
+        config = self.startup.config
+        if len(uploaded.data) > config.max_file_bytes:
+            raise ApiStatus(
+                413,
+                f"Invalid request: {name!r} is {len(uploaded.data):,} bytes; the limit is {config.max_file_bytes:,} "
+                "(TRANSLATE_MAX_FILE_BYTES)",
+            )
+        service = self.startup.require_service()
+        deadline = time.monotonic() + config.event_timeout_s - config.deadline_margin_s
+        translated, _encoding = translate_file_bytes(
+            service, uploaded.data, name, TranslateOptions(source=variant), deadline=deadline
+        )
+        download_name = self.files.put(name, translated)
+        return {"translatedFileUrl": f"{_base_url(request)}{DOWNLOAD_PREFIX}{download_name}"}
+
+    def _download(self, download_name: str) -> HttpResponse:
+        if not valid_download_name(download_name):
+            raise ApiStatus(400, "Invalid filename: a download name is <token>-<file name>, as translatedFileUrl gives")
+        kept = self.files.get(download_name)
+        if kept is None:
+            raise ApiStatus(
+                404, "Invalid filename: no translated file by this name (it expired, or the URL is mistyped)"
+            )
+        headers = {
+            "Content-Type": content_type_for(kept.name),
+            "Content-Disposition": f"attachment; filename*=UTF-8''{quote(kept.name, safe='')}",
+            "Cache-Control": "no-store",
+        }
+        return HttpResponse(200, headers, kept.data)
+
     def _translate(self, fields: RequestFields) -> dict[str, Any]:
         texts, is_list = _queries(fields)
-        source = (fields.text("source") or "auto").strip()
-        target = (fields.text("target") or "").strip()
-        if target.lower() not in (TARGET, "en-us", "en-gb"):
-            raise ApiStatus(
-                400,
-                f"{target or 'no target'} is not supported as target language: this server translates Chinese "
-                f"(zh, zt) to English (target en)",
-            )
-        try:
-            variant = canonical_variant(source)
-        except InvalidRequestError:
-            raise ApiStatus(
-                400,
-                f"{source} is not supported as source language: this server translates Chinese (zh, zt, "
-                f"zh-Hans, zh-Hant or auto) to English",
-            ) from None
+        variant = _languages(fields)
         text_format = _FORMATS.get((fields.text("format") or "text").lower())
         if text_format is None:
             raise ApiStatus(400, f"format {fields.text('format')!r} is not supported; use text or html")
@@ -195,6 +249,37 @@ class LibreTranslateApi:
         if _alternatives(fields):
             result["alternatives"] = [[] for _ in texts] if is_list else []
         return result
+
+
+def _base_url(request: HttpRequest) -> str:
+    """The URL the client reached this server at: scheme and host as a proxy forwarded them (X-Forwarded-Proto,
+    X-Forwarded-Host), else the Host header; X-Forwarded-Prefix is a path prefix (an API Gateway stage)."""
+    headers = request.headers
+    scheme = headers.get("x-forwarded-proto", "").split(",")[0].strip().lower() or "http"
+    host = headers.get("x-forwarded-host", "").split(",")[0].strip() or headers.get("host", "").strip() or "localhost"
+    prefix = headers.get("x-forwarded-prefix", "").split(",")[0].strip().rstrip("/")
+    return f"{scheme if scheme in ('http', 'https') else 'http'}://{host}{prefix}"
+
+
+def _languages(fields: RequestFields) -> str:
+    """The source variant of a request translating ``source`` to ``target`` (which must be English)."""
+    source = (fields.text("source") or "auto").strip()
+    target = (fields.text("target") or "").strip()
+    if target.lower() not in (TARGET, "en-us", "en-gb"):
+        raise ApiStatus(
+            400,
+            f"{target or 'no target'} is not supported as target language: this server translates Chinese "
+            f"(zh, zt) to English (target en)",
+        )
+    try:
+        variant = canonical_variant(source)
+    except InvalidRequestError:
+        raise ApiStatus(
+            400,
+            f"{source} is not supported as source language: this server translates Chinese (zh, zt, "
+            f"zh-Hans, zh-Hant or auto) to English",
+        ) from None
+    return variant
 
 
 def _queries(fields: RequestFields) -> tuple[list[str], bool]:
