@@ -50,7 +50,7 @@ from tests.adapters.test_entry_processes import post
 from tests.events import FUNCTION_URL, GCS_OBJECT_FINALIZED, load_event
 from tests.fixture_corpus import fixture_pairs
 from tests.subtitle_samples import SRT, VTT, check_translation
-from tests.word_samples import TEXT_PART, shape, sample_docx, zip_parts
+from tests.word_samples import TEXT_PART, sample_docx, shape, zip_parts
 
 pytestmark = pytest.mark.slow
 
