@@ -24,7 +24,7 @@ import binascii
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from handler.api.access_log import configure_logging
@@ -36,6 +36,7 @@ from handler.storage.bulk import handle_object_event
 from handler.storage.events import s3_created_objects
 from handler.storage.object_store import S3Store
 from handler.storage.retry import RetryingStore, RetryPolicy, TransientAware
+from handler.storage.state import StateLocation, StateStore, bucket_state, local_state
 
 logger = logging.getLogger(__name__)
 
@@ -74,15 +75,21 @@ class LambdaAdapter:
 
     def __init__(self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None) -> None:
         self.startup = startup
-        self.http = HttpApi(startup)
         self._store = store
         self.retry = retry or RetryPolicy()
+        self.http = HttpApi(startup, state=self._state)  # built on the first glossary request
 
     @property
     def store(self) -> TransientAware:
         if self._store is None:  # boto3 is imported on the first S3 event, not at every cold start
             self._store = S3Store()
         return self._store
+
+    def _state(self) -> StateLocation:
+        """Stored glossaries: in the output bucket (TRANSLATE_OUTPUT_BUCKET) when there is one, else the folder
+        TRANSLATE_STATE_DIR (``handler.storage.state``)."""
+        config = self.startup.config
+        return bucket_state(config, lambda: cast(StateStore, self.store)) or local_state(config)
 
     def handle(self, event: Any, context: Any) -> Any:
         kind = event_kind(event)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import flask
 import functions_framework
@@ -40,6 +40,7 @@ from handler.storage.bulk import BulkError, handle_object_event
 from handler.storage.events import storage_object
 from handler.storage.object_store import GcsStore
 from handler.storage.retry import RetryingStore, RetryPolicy, TransientAware
+from handler.storage.state import StateLocation, StateStore, bucket_state, local_state
 
 logger = logging.getLogger(__name__)
 
@@ -49,15 +50,21 @@ STORAGE_FINALIZED = "google.cloud.storage.object.v1.finalized"
 class GcpAdapter:
     def __init__(self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None) -> None:
         self.startup = startup
-        self.http = HttpApi(startup)
         self._store = store
         self.retry = retry or RetryPolicy()
+        self.http = HttpApi(startup, state=self._state)  # built on the first glossary request
 
     @property
     def store(self) -> TransientAware:
         if self._store is None:  # the storage client is built on the first event, not at every cold start
             self._store = GcsStore()
         return self._store
+
+    def _state(self) -> StateLocation:
+        """Stored glossaries: in the output bucket (TRANSLATE_OUTPUT_BUCKET) when there is one, else the folder
+        TRANSLATE_STATE_DIR (``handler.storage.state``)."""
+        config = self.startup.config
+        return bucket_state(config, lambda: cast(StateStore, self.store)) or local_state(config)
 
     def handle_http(self, request: flask.Request) -> flask.Response:
         path, headers = _path_and_query(request), request.headers.items()

@@ -79,6 +79,9 @@ class LibreTranslateApi:
         self.keys = ApiKeys.of(startup.config.api_keys)
         self.routes = ROUTES
 
+    def route_of(self, path: str) -> str | None:
+        return path if path in ROUTES else None
+
     def claims(self, path: str, request: HttpRequest) -> bool:
         """LibreTranslate's routes; ``POST /translate`` only with a ``q`` field or a non-JSON body."""
         if path != "/translate":
