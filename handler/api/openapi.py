@@ -15,8 +15,9 @@ from typing import Any
 
 from handler.config import MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import InvalidRequestError
-from handler.service import LENGTH_PENALTY_RANGE, MAX_LENGTH_RATIO_RANGE
+from handler.service import LENGTH_PENALTY_RANGE, MAX_ALTERNATIVES, MAX_LENGTH_RATIO_RANGE
 from handler.text.glossary import MAX_REQUEST_TERMS, MAX_TARGET_CHARS, MAX_TERM_CHARS
+from handler.text.glossary_store import ENTRIES_FORMATS, MAX_ENTRIES, MAX_ENTRIES_BYTES, MAX_GLOSSARIES, MAX_NAME_BYTES
 from handler.text.markup import FORMATS
 from handler.text.script_conversion import VARIANTS, canonical_variant
 from handler.text.spans import SpanKind
@@ -140,8 +141,9 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
         **own_api_paths(config, keys_required),
         **libretranslate_paths(),
         **deepl_paths(keys_required),
+        **deepl_glossary_paths(keys_required),
     }
-    schemas = _schemas(config)
+    schemas = {**_schemas(config), **_glossary_schemas()}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -382,6 +384,158 @@ def deepl_paths(keys_required: bool) -> dict[str, Any]:
     }
 
 
+def deepl_glossary_paths(keys_required: bool) -> dict[str, Any]:
+    """DeepL's v2 glossary routes (``handler.api.compat.deepl``, stored by ``handler.text.glossary_store``)."""
+    security = _security(keys_required, "DeepLAuthKey", "ApiKeyHeader", "BearerKey")
+    error = _ref("DeepLError")
+    errors = {
+        "400": _response("a bad request (the message names the entry or parameter)", error),
+        "403": _response("authorization failure (TRANSLATE_API_KEYS is set)", error),
+        "413": _response(
+            f"over {MAX_ENTRIES_BYTES:,} bytes or {MAX_ENTRIES:,} entries, or {MAX_GLOSSARIES} glossaries held", error
+        ),
+        "500": _response("the glossary store failed", error),
+    }
+    not_found = {"404": _response("no such glossary for this key", error)}
+    glossary_id = {
+        "name": "glossary_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string"},
+        "description": "the glossary_id POST /v2/glossaries returned (a UUID)",
+    }
+
+    def operation(operation_id: str, summary: str, ok: dict[str, Any], *statuses: str) -> dict[str, Any]:
+        found = {status: {**errors, **not_found}[status] for status in statuses}
+        return {"operationId": operation_id, "tags": ["deepl"], "summary": summary, "security": security,
+                "responses": {**ok, **found}}  # fmt: skip
+
+    pairs_get = operation(
+        "deeplGlossaryLanguagePairs",
+        "DeepL: the glossary language pairs (zh → en only)",
+        {"200": _response("the pairs", _ref("DeepLGlossaryLanguagePairs"))},
+        "403",
+    )
+    list_get = operation(
+        "deeplGlossaries",
+        "DeepL: the caller's glossaries",
+        {"200": _response("the glossaries", _ref("DeepLGlossaryList"))},
+        "403",
+    )
+    create = operation(
+        "deeplGlossaryCreate",
+        f"DeepL: create a zh → en glossary from TSV or CSV entries (at most {MAX_ENTRIES:,} entries, "
+        f"{MAX_ENTRIES_BYTES:,} bytes, a name of {MAX_NAME_BYTES} bytes, {MAX_GLOSSARIES} glossaries per key)",
+        {"201": _response("the new glossary", _ref("DeepLGlossary"))},
+        "400",
+        "403",
+        "413",
+        "500",
+    )
+    create["requestBody"] = {
+        "required": True,
+        "content": {JSON: {"schema": _ref("DeepLGlossaryCreate")}, FORM: {"schema": _ref("DeepLGlossaryCreate")}},
+    }
+    one_get = operation(
+        "deeplGlossary",
+        "DeepL: one glossary's description",
+        {"200": _response("the glossary", _ref("DeepLGlossary"))},
+        "400",
+        "403",
+        "404",
+    )
+    delete = operation(
+        "deeplGlossaryDelete", "DeepL: delete a glossary", {"204": _response("deleted")}, "400", "403", "404"
+    )
+    entries_get = operation(
+        "deeplGlossaryEntries",
+        "DeepL: a glossary's entries, source<TAB>target per line",
+        {"200": _response("the entries", {"type": "string"}, media="text/tab-separated-values")},
+        "400",
+        "403",
+        "404",
+    )
+    for with_id in (one_get, delete, entries_get):
+        with_id["parameters"] = [glossary_id]
+    entries_get["responses"]["415"] = _response("the Accept header allows no text/tab-separated-values", error)
+    return {
+        "/v2/glossary-language-pairs": {
+            "get": pairs_get,
+            "head": _head_of(pairs_get, "deeplGlossaryLanguagePairsHead"),
+            "options": _preflight("deeplGlossaryLanguagePairsPreflight", "deepl"),
+        },
+        "/v2/glossaries": {
+            "get": list_get,
+            "head": _head_of(list_get, "deeplGlossariesHead"),
+            "post": create,
+            "options": _preflight("deeplGlossariesPreflight", "deepl"),
+        },
+        "/v2/glossaries/{glossary_id}": {
+            "get": one_get,
+            "head": _head_of(one_get, "deeplGlossaryHead"),
+            "delete": delete,
+            "options": {**_preflight("deeplGlossaryPreflight", "deepl"), "parameters": [glossary_id]},
+        },
+        "/v2/glossaries/{glossary_id}/entries": {
+            "get": entries_get,
+            "head": _head_of(entries_get, "deeplGlossaryEntriesHead"),
+            "options": {**_preflight("deeplGlossaryEntriesPreflight", "deepl"), "parameters": [glossary_id]},
+        },
+    }
+
+
+def _glossary_schemas() -> dict[str, Any]:
+    return {
+        "DeepLGlossaryCreate": {
+            "type": "object",
+            "required": ["name", "source_lang", "target_lang", "entries"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "source_lang": {"type": "string", "enum": ["zh", "ZH", "zh-Hans", "zh-Hant", "ZH-HANS", "ZH-HANT"]},
+                "target_lang": {"type": "string", "enum": ["en", "EN", "en-US", "en-GB", "EN-US", "EN-GB"]},
+                "entries": {
+                    "type": "string",
+                    "description": "tsv: source<TAB>target per line; csv: source,target[,source_lang,target_lang]",
+                },
+                "entries_format": {"type": "string", "enum": list(ENTRIES_FORMATS), "default": "tsv"},
+                "auth_key": {"type": "string"},
+            },
+        },
+        "DeepLGlossary": {
+            "type": "object",
+            "required": ["glossary_id", "name", "ready", "source_lang", "target_lang", "creation_time", "entry_count"],
+            "properties": {
+                "glossary_id": {"type": "string"},
+                "name": {"type": "string"},
+                "ready": {"type": "boolean"},
+                "source_lang": {"type": "string", "enum": ["zh"]},
+                "target_lang": {"type": "string", "enum": ["en"]},
+                "creation_time": {"type": "string", "format": "date-time"},
+                "entry_count": {"type": "integer", "minimum": 1},
+            },
+        },
+        "DeepLGlossaryList": {
+            "type": "object",
+            "required": ["glossaries"],
+            "properties": {"glossaries": {"type": "array", "items": _ref("DeepLGlossary")}},
+        },
+        "DeepLGlossaryLanguagePairs": {
+            "type": "object",
+            "required": ["supported_languages"],
+            "properties": {
+                "supported_languages": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["source_lang", "target_lang"],
+                        "properties": {"source_lang": {"type": "string"}, "target_lang": {"type": "string"}},
+                    },
+                }
+            },
+        },
+    }
+
+
 def _post_of(get: dict[str, Any], operation_id: str, body: dict[str, Any]) -> dict[str, Any]:
     parameters = [p for p in get.get("parameters", []) if p["name"] != "type"]
     post = {**get, "operationId": operation_id, "requestBody": body}
@@ -585,7 +739,12 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
                 "target": {"type": "string", "enum": ["en", "en-US", "en-GB"]},
                 "format": {"type": ["string", "null"], "enum": ["text", "html", None]},
                 "api_key": {"type": ["string", "null"]},
-                "alternatives": {"type": ["integer", "null"], "minimum": 0, "maximum": 3},
+                "alternatives": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "maximum": MAX_ALTERNATIVES,
+                    "description": "up to this many other distinct translations of each text (more is refused)",
+                },
             },
         },
         "LibreTranslateQuery": {
@@ -604,7 +763,11 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
                         {"type": "array", "items": _ref("LibreTranslateDetection")},
                     ]
                 },
-                "alternatives": {"type": "array"},
+                "alternatives": {
+                    "type": "array",
+                    "description": "a list of strings for one q, a list of such lists for a list",
+                    "items": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+                },
             },
         },
         "LibreTranslateDetection": {
@@ -640,6 +803,10 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
                 "source_lang": {"type": ["string", "null"], "enum": ["ZH", "ZH-HANS", "ZH-HANT", None]},
                 "target_lang": {"type": "string", "enum": ["EN", "EN-US", "EN-GB"]},
                 "tag_handling": {"type": ["string", "null"], "enum": ["html", None]},
+                "glossary_id": {
+                    "type": ["string", "null"],
+                    "description": "a glossary of POST /v2/glossaries (needs source_lang); unknown: 404",
+                },
                 "auth_key": {"type": ["string", "null"]},
             },
         },
