@@ -49,6 +49,7 @@ from handler.errors import GlossaryNotFoundError, InvalidRequestError, RequestTo
 from handler.storage.state import StateLocation
 from handler.text.glossary import MAX_FILE_TERMS, MAX_TARGET_CHARS, MAX_TERM_CHARS, Glossary
 from handler.text.spans import has_chinese
+from handler.text.validation import require_unicode
 
 SOURCE_LANG = "zh"
 TARGET_LANG = "en"
@@ -120,7 +121,8 @@ def parse_entries(entries: object, entries_format: str, pair: tuple[str, str] = 
     ``RequestTooLargeError`` a text over ``MAX_ENTRIES_BYTES`` or ``MAX_ENTRIES`` entries."""
     if not isinstance(entries, str):
         raise InvalidRequestError("Missing or invalid argument: entries (the glossary's entries as TSV or CSV text)")
-    size = len(entries.encode("utf-8", "surrogatepass"))
+    require_unicode(entries, "the glossary's entries")
+    size = len(entries.encode("utf-8"))
     if size > MAX_ENTRIES_BYTES:
         raise RequestTooLargeError(
             f"the glossary's entries are {size:,} bytes; this server's limit is {MAX_ENTRIES_BYTES:,} bytes"
@@ -279,7 +281,8 @@ class GlossaryStore:
         """Validate and store a new glossary; its description (with its new ID)."""
         if not isinstance(name, str) or not name.strip():
             raise InvalidRequestError("Missing or invalid argument: name (the glossary's name, a non-empty string)")
-        if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        require_unicode(name, "the glossary's name")
+        if len(name.encode("utf-8")) > MAX_NAME_BYTES:
             raise InvalidRequestError(f"the glossary's name is longer than {MAX_NAME_BYTES} UTF-8 bytes")
         if _FORBIDDEN.search(name):
             raise InvalidRequestError("the glossary's name holds a control character or a line break")

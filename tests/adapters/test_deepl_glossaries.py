@@ -241,6 +241,8 @@ def test_the_name_and_the_entries_are_required(base_url: str) -> None:
         ({"name": "n" * 1025, "source_lang": "zh", "target_lang": "en", "entries": "人工\tAI"}, "1024 UTF-8 bytes"),
         ({"name": "x", "source_lang": "zh", "target_lang": "en"}, "entries"),
         ({"name": "x", "source_lang": "zh", "target_lang": "en", "entries": ["人工\tAI"]}, "entries"),
+        ({"name": "\ud800", "source_lang": "zh", "target_lang": "en", "entries": "人工\tAI"}, "surrogate"),
+        ({"name": "x", "source_lang": 3, "target_lang": "en", "entries": "人工\tAI"}, "'source_lang' must be a string"),
     ):
         status, (_, body) = raw(base_url, "POST", "/v2/glossaries", payload)
         assert status == 400 and problem in json.loads(body)["message"], (payload, body)
@@ -459,5 +461,7 @@ def test_the_entry_rules_in_the_parser() -> None:
         parse_entries('"人\n工",AI', "csv")
     with pytest.raises(InvalidRequestError, match="entries"):
         parse_entries(None, "tsv")
+    with pytest.raises(InvalidRequestError, match="unpaired UTF-16 surrogate"):
+        parse_entries("人工\tA\ud800", "tsv")
     with pytest.raises(RequestTooLargeError):
         parse_entries("人工\t" + "好" * MAX_ENTRIES_BYTES, "tsv")
