@@ -88,8 +88,7 @@ def test_in_a_text_of_several_sentences_one_sentence_varies() -> None:
             index
             for index, sentence in enumerate(THREE)
             for other in alone[sentence].alternatives
-            if alternative
-            == " ".join(other if i == index else alone[s].text for i, s in enumerate(THREE))
+            if alternative == " ".join(other if i == index else alone[s].text for i, s in enumerate(THREE))
         ]
         assert len(matches) == 1, alternative
         varied.add(matches[0])
@@ -97,7 +96,9 @@ def test_in_a_text_of_several_sentences_one_sentence_varies() -> None:
 
 
 def test_html_alternatives_keep_the_markup() -> None:
-    [found] = shipped_service().translate_alternatives(["<p>今天天气<b>很好</b>。</p>"], TranslateOptions(format="html"), 3)
+    [found] = shipped_service().translate_alternatives(
+        ["<p>今天天气<b>很好</b>。</p>"], TranslateOptions(format="html"), 3
+    )
     assert found.alternatives
     for english in (found.text, *found.alternatives):
         assert english.startswith("<p>") and english.endswith("</p>") and "<b>" in english
