@@ -62,6 +62,6 @@ class UnauthorizedError(TranslatorError):
 
 
 class GlossaryNotFoundError(TranslatorError):
-    """A stored glossary (``handler.text.glossary_store``) that does not exist, or belongs to another API key."""
+    """A stored glossary (``handler.storage.glossaries``) that does not exist, or belongs to another API key."""
 
     code = "glossary_not_found"

@@ -16,8 +16,8 @@ from typing import Any
 from handler.config import MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import InvalidRequestError
 from handler.service import LENGTH_PENALTY_RANGE, MAX_ALTERNATIVES, MAX_LENGTH_RATIO_RANGE
+from handler.storage.glossaries import ENTRIES_FORMATS, MAX_ENTRIES, MAX_ENTRIES_BYTES, MAX_GLOSSARIES, MAX_NAME_BYTES
 from handler.text.glossary import MAX_REQUEST_TERMS, MAX_TARGET_CHARS, MAX_TERM_CHARS
-from handler.text.glossary_store import ENTRIES_FORMATS, MAX_ENTRIES, MAX_ENTRIES_BYTES, MAX_GLOSSARIES, MAX_NAME_BYTES
 from handler.text.markup import FORMATS
 from handler.text.script_conversion import VARIANTS, canonical_variant
 from handler.text.spans import SpanKind
@@ -385,7 +385,7 @@ def deepl_paths(keys_required: bool) -> dict[str, Any]:
 
 
 def deepl_glossary_paths(keys_required: bool) -> dict[str, Any]:
-    """DeepL's v2 glossary routes (``handler.api.compat.deepl``, stored by ``handler.text.glossary_store``)."""
+    """DeepL's v2 glossary routes (``handler.api.compat.deepl``, stored by ``handler.storage.glossaries``)."""
     security = _security(keys_required, "DeepLAuthKey", "ApiKeyHeader", "BearerKey")
     error = _ref("DeepLError")
     errors = {

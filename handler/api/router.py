@@ -72,8 +72,8 @@ from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS
 from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError, UnauthorizedError
 from handler.service import TextTranslation, TranslateOptions
+from handler.storage.glossaries import GlossaryStore
 from handler.storage.state import StateLocation, local_state
-from handler.text.glossary_store import GlossaryStore
 from handler.text.validation import require_unicode
 from handler.translation_memory import WorkCounts, current_work
 

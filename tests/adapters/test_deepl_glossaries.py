@@ -1,5 +1,5 @@
 """DeepL's glossary API (``/v2/glossaries``, ``glossary_id`` on ``/v2/translate``), driven by the official ``deepl``
-client unmodified from PyPI against the local server on loopback, and its storage (``handler.text.glossary_store``)
+client unmodified from PyPI against the local server on loopback, and its storage (``handler.storage.glossaries``)
 in a local folder, in S3 (the moto server) and in Cloud Storage (the emulator), through the Lambda and Cloud
 Functions adapters with an output bucket, and across a fresh server process (a cold start).
 
@@ -26,12 +26,12 @@ from handler.api.router import HttpApi
 from handler.coldstart import Startup
 from handler.errors import GlossaryNotFoundError, InvalidRequestError, RequestTooLargeError
 from handler.service import TranslationService
+from handler.storage import glossaries as glossary_store
 from handler.storage.folder_store import FolderStore
+from handler.storage.glossaries import MAX_ENTRIES, MAX_ENTRIES_BYTES, GlossaryStore, parse_entries
 from handler.storage.object_store import GcsStore, S3Store
 from handler.storage.state import LOCAL_BUCKET, StateLocation
-from handler.text import glossary_store
 from handler.text.glossary import Glossary
-from handler.text.glossary_store import MAX_ENTRIES, MAX_ENTRIES_BYTES, GlossaryStore, parse_entries
 from tests.adapters.conftest import http_event, reply_from_proxy_response, start_functions_framework
 from tests.events import FUNCTION_URL
 
@@ -465,3 +465,19 @@ def test_the_entry_rules_in_the_parser() -> None:
         parse_entries("人工\tA\ud800", "tsv")
     with pytest.raises(RequestTooLargeError):
         parse_entries("人工\t" + "好" * MAX_ENTRIES_BYTES, "tsv")
+
+
+def test_the_access_line_names_the_route_not_the_glossary_id(
+    startup: Startup, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from handler.api.messages import HttpRequest
+
+    api = HttpApi(with_state(startup, tmp_path))
+    glossary_id = str(uuid.uuid4())
+    with caplog.at_level(logging.INFO, logger="handler.access"):
+        for path in (f"/v2/glossaries/{glossary_id}", f"/v2/glossaries/{glossary_id}/entries"):
+            assert api.handle(HttpRequest.create("GET", path)).status == 404
+    routes = [record.route for record in caplog.records if record.name == "handler.access"]  # type: ignore[attr-defined]
+    assert routes == ["/v2/glossaries/{glossary_id}", "/v2/glossaries/{glossary_id}/entries"]

@@ -3,7 +3,7 @@
 * ``handler.api.compat.libretranslate``: LibreTranslate's ``POST /translate`` (told from ours by its ``q`` field or
   a form body), ``POST /detect``, ``GET /languages``, ``GET /frontend/settings``;
 * ``handler.api.compat.deepl``: DeepL's ``POST /v2/translate``, ``GET /v2/languages``, ``GET /v2/usage`` and the
-  glossary routes (``/v2/glossaries``, ``/v2/glossary-language-pairs``; stored by ``handler.text.glossary_store``).
+  glossary routes (``/v2/glossaries``, ``/v2/glossary-language-pairs``; stored by ``handler.storage.glossaries``).
 
 Each answers in its own API's shapes, with its own error body and status codes, while the limits (characters,
 texts) and the errors underneath are the service's (``handler.errors``). ``handler.api.router`` asks
@@ -17,7 +17,7 @@ from handler.api.compat.deepl import DeepLApi
 from handler.api.compat.libretranslate import LibreTranslateApi
 from handler.api.messages import HttpRequest, HttpResponse
 from handler.coldstart import Startup
-from handler.text.glossary_store import GlossaryStore
+from handler.storage.glossaries import GlossaryStore
 
 MAX_BODY_BYTES = max(deepl.MAX_BODY_BYTES, libretranslate.MAX_BODY_BYTES)  # the largest body either reads
 

@@ -20,7 +20,7 @@ client sends them, a form body):
 ``GET /v2/glossary-language-pairs``           ``{"supported_languages": [{"source_lang": "zh", "target_lang": "en"}]}``
 
 Glossaries are stored in the deployment's state and belong to the API key that created them
-(``handler.text.glossary_store``: entry rules, limits, storage). ``glossary_id`` on ``/v2/translate`` (with
+(``handler.storage.glossaries``: entry rules, limits, storage). ``glossary_id`` on ``/v2/translate`` (with
 ``source_lang``, as DeepL requires) applies the stored glossary merged over the deployment's
 (``TRANSLATE_GLOSSARY_FILE``): for a term in both, the stored glossary wins. An unknown ID is 404.
 
@@ -54,8 +54,8 @@ from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import TranslatorError
 from handler.service import TranslateOptions
+from handler.storage.glossaries import SOURCE_LANG, TARGET_LANG, GlossaryStore
 from handler.storage.state import local_state
-from handler.text.glossary_store import SOURCE_LANG, TARGET_LANG, GlossaryStore
 from handler.text.script_conversion import AUTO, SIMPLIFIED, TRADITIONAL
 
 logger = logging.getLogger(__name__)
