@@ -20,7 +20,7 @@ from handler.storage.glossaries import ENTRIES_FORMATS, MAX_ENTRIES, MAX_ENTRIES
 from handler.text.glossary import MAX_REQUEST_TERMS, MAX_TARGET_CHARS, MAX_TERM_CHARS
 from handler.text.markup import FORMATS
 from handler.text.script_conversion import VARIANTS, canonical_variant
-from handler.text.spans import SpanKind
+from handler.text.spans import MARKUP_LIMIT, MARKUP_OPEN, SpanKind
 
 OPENAPI_PATH = "/openapi.json"
 JSON = "application/json"
@@ -32,6 +32,9 @@ _NO_BREAK = "[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]*"
 _END = "(?![\\s\\S])"
 GLOSSARY_TERM_PATTERN = f"^{_NO_BREAK}[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]{_NO_BREAK}{_END}"
 GLOSSARY_TARGET_PATTERN = f"^{_NO_BREAK}\\S{_NO_BREAK}{_END}"
+
+GLOSSARY_ID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"  # what POST /v2/glossaries gives
+NO_MARKUP_PATTERN = f"^[^{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]*{_END}"  # (handler.text.markup's own characters)
 
 # every code this server's own error body may carry ({"error": {"code", "message"}})
 ERROR_CODES = (
@@ -397,11 +400,17 @@ def deepl_glossary_paths(keys_required: bool) -> dict[str, Any]:
         "500": _response("the glossary store failed", error),
     }
     not_found = {"404": _response("no such glossary for this key", error)}
+
+    def id_preflight(operation_id: str) -> dict[str, Any]:
+        preflight = _preflight(operation_id, "deepl")
+        preflight["responses"]["404"] = _response("the path names no glossary (its ID is not a UUID)", error)
+        return {**preflight, "parameters": [glossary_id]}
+
     glossary_id = {
         "name": "glossary_id",
         "in": "path",
         "required": True,
-        "schema": {"type": "string"},
+        "schema": {"type": "string", "pattern": GLOSSARY_ID_PATTERN},
         "description": "the glossary_id POST /v2/glossaries returned (a UUID)",
     }
 
@@ -474,12 +483,12 @@ def deepl_glossary_paths(keys_required: bool) -> dict[str, Any]:
             "get": one_get,
             "head": _head_of(one_get, "deeplGlossaryHead"),
             "delete": delete,
-            "options": {**_preflight("deeplGlossaryPreflight", "deepl"), "parameters": [glossary_id]},
+            "options": id_preflight("deeplGlossaryPreflight"),
         },
         "/v2/glossaries/{glossary_id}/entries": {
             "get": entries_get,
             "head": _head_of(entries_get, "deeplGlossaryEntriesHead"),
-            "options": {**_preflight("deeplGlossaryEntriesPreflight", "deepl"), "parameters": [glossary_id]},
+            "options": id_preflight("deeplGlossaryEntriesPreflight"),
         },
     }
 
@@ -798,6 +807,7 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
             "type": "object",
             "required": ["text", "target_lang"],
             "description": "DeepL's other options (formality, split_sentences, context, ...) are accepted and ignored",
+            "additionalProperties": _ref("DeepLIgnoredOption"),
             "properties": {
                 "text": one_or_more,
                 "source_lang": {"type": ["string", "null"], "enum": ["ZH", "ZH-HANS", "ZH-HANT", None]},
@@ -805,10 +815,43 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
                 "tag_handling": {"type": ["string", "null"], "enum": ["html", None]},
                 "glossary_id": {
                     "type": ["string", "null"],
+                    "pattern": f"^$|{GLOSSARY_ID_PATTERN}",
                     "description": "a glossary of POST /v2/glossaries (needs source_lang); unknown: 404",
                 },
                 "auth_key": {"type": ["string", "null"]},
             },
+            "allOf": [
+                {  # a glossary needs source_lang, as on DeepL
+                    "if": {
+                        "required": ["glossary_id"],
+                        "properties": {"glossary_id": {"type": "string", "minLength": 1}},
+                    },
+                    "then": {"required": ["source_lang"], "properties": {"source_lang": {"type": "string"}}},
+                },
+                {  # html is cut into blocks with private-use characters for its tags: a text may not hold them
+                    "if": {"required": ["tag_handling"], "properties": {"tag_handling": {"const": "html"}}},
+                    "then": {
+                        "properties": {
+                            "text": {
+                                "oneOf": [
+                                    {"type": "string", "pattern": NO_MARKUP_PATTERN},
+                                    {"type": "array", "items": {"type": "string", "pattern": NO_MARKUP_PATTERN}},
+                                ]
+                            }
+                        }
+                    },
+                },
+            ],
+        },
+        "DeepLIgnoredOption": {
+            "description": "any JSON value a body may hold (read_json: integers of at most 30 digits, finite numbers)",
+            "anyOf": [
+                {"type": ["string", "boolean", "null"]},
+                {"type": "integer", "minimum": -(10**30 - 1), "maximum": 10**30 - 1},
+                {"type": "number", "not": {"type": "integer"}},
+                {"type": "array", "items": _ref("DeepLIgnoredOption")},
+                {"type": "object", "additionalProperties": _ref("DeepLIgnoredOption")},
+            ],
         },
         "DeepLLanguageType": {"type": "string", "enum": ["source", "target", ""], "description": "empty: source"},
         "DeepLLanguageTypeOrNull": {"type": ["string", "null"], "enum": ["source", "target", "", None]},

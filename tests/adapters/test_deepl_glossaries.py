@@ -160,6 +160,11 @@ def test_an_unknown_glossary_is_404_and_a_glossary_needs_source_lang(base_url: s
                                                                  "glossary_id": unknown})  # fmt: skip
     assert status == 400 and "requires the source_lang" in json.loads(body)["message"]
     status, (_, body) = raw(base_url, "GET", "/v2/glossaries/not-an-id")
+    assert status == 404 and "names no glossary" in json.loads(body)["message"]
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        translator.delete_glossary("not-an-id")
+    bad_id = {"text": ["你好"], "source_lang": "ZH", "target_lang": "EN-US", "glossary_id": "x"}
+    status, (_, body) = raw(base_url, "POST", "/v2/translate", bad_id)
     assert status == 400 and "not a glossary ID" in json.loads(body)["message"]
 
 

@@ -83,13 +83,18 @@ def test_the_routes_it_claims() -> None:
     request = HttpRequest.create("GET", "/v2/x")
     assert deepl.claims("/v2/translate", request) and deepl.claims("/v2/anything", request)
     assert not deepl.claims("/translate", request) and not deepl.claims("/v1/translate", request)
-    assert deepl.route_of("/v2/glossaries/abc") == "/v2/glossaries/{glossary_id}"
-    assert deepl.route_of("/v2/glossaries/abc/entries") == "/v2/glossaries/{glossary_id}/entries"
-    assert deepl.route_of("/v2/glossaries/abc/other") is None and deepl.route_of("/v2/document") is None
-    assert message(call(deepl, "GET", "/v2/glossaries/a/b"), 404) == (
-        "/v2/glossaries/a/b is not a DeepL route this server answers; it has /v2/translate, /v2/languages, "
+    uid = "def3a26b-3e84-45b3-84ae-0c0aaf3525f7"
+    assert deepl.route_of(f"/v2/glossaries/{uid}") == "/v2/glossaries/{glossary_id}"
+    assert deepl.route_of(f"/v2/glossaries/{uid}/entries") == "/v2/glossaries/{glossary_id}/entries"
+    assert deepl.route_of(f"/v2/glossaries/{uid}/other") is None and deepl.route_of("/v2/document") is None
+    assert deepl.route_of("/v2/glossaries/abc") is None and deepl.route_of(f"/v2/glossaries/{uid.upper()}") is None
+    assert message(call(deepl, "GET", "/v2/other"), 404) == (
+        "/v2/other is not a DeepL route this server answers; it has /v2/translate, /v2/languages, "
         "/v2/usage, /v2/glossaries, /v2/glossaries/{glossary_id}, /v2/glossaries/{glossary_id}/entries, "
         "/v2/glossary-language-pairs"
+    )
+    assert message(call(deepl, "GET", "/v2/glossaries/abc/entries"), 404).startswith(
+        "Glossary not found: /v2/glossaries/abc/entries names no glossary; a glossary is /v2/glossaries/{glossary_id}"
     )
 
 

@@ -81,7 +81,10 @@ ROUTES: dict[str, tuple[str, ...]] = {
     GLOSSARY_ENTRIES: ("GET",),
     "/v2/glossary-language-pairs": ("GET",),
 }
-_GLOSSARY_PATH = re.compile(r"^/v2/glossaries/([^/]+)(/entries)?$")
+# a glossary ID is a UUID (handler.storage.glossaries): any other segment there is no route
+_GLOSSARY_PATH = re.compile(
+    r"^/v2/glossaries/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(/entries)?$"
+)
 TSV_TYPE = "text/tab-separated-values"
 
 
@@ -142,6 +145,13 @@ class DeepLApi:
             route, glossary_id = route_of(path)
             allowed = ROUTES.get(route) if route is not None else None
             if route is None or allowed is None:
+                if path.startswith("/v2/glossaries/"):
+                    raise ApiStatus(
+                        404,
+                        f"Glossary not found: {path} names no glossary; a glossary is /v2/glossaries/{{glossary_id}} "
+                        f"(or its /entries) with the ID POST /v2/glossaries returned, a UUID such as "
+                        f"def3a26b-3e84-45b3-84ae-0c0aaf3525f7",
+                    )
                 raise ApiStatus(404, f"{path} is not a DeepL route this server answers; it has {', '.join(ROUTES)}")
             if request.method not in allowed and not (request.method == "HEAD" and "GET" in allowed):
                 return json_response(
