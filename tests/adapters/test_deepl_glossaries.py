@@ -297,7 +297,14 @@ def test_limits_are_413(base_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_entries_are_tab_separated_values_and_accept_is_honoured(base_url: str) -> None:
     created = client(base_url).create_glossary("T", "ZH", "EN", ENTRIES)
     path = f"/v2/glossaries/{created.glossary_id}/entries"
-    for accept in ("text/tab-separated-values", "*/*", "text/*", "application/json, text/tab-separated-values;q=0.5"):
+    accepted = (
+        "text/tab-separated-values",
+        "*/*",
+        "text/*",
+        "application/json, text/tab-separated-values;q=0.5",
+        "text/tab-separated-values;q=.",
+    )
+    for accept in accepted:
         status, (headers, body) = raw(base_url, "GET", path, Accept=accept)
         assert status == 200 and headers["Content-Type"] == "text/tab-separated-values; charset=utf-8"
         assert body.decode() == "人工智能\tartificial-intelligence-term\n机器学习\tmachine-learning-term"

@@ -115,8 +115,8 @@ def _accepts_tsv(accept: str) -> bool:
         return True
     for item in accept.split(","):
         media, _, parameters = item.strip().partition(";")
-        quality = re.search(r"(?:^|;)\s*q\s*=\s*([0-9.]+)", parameters)
-        if quality is not None and float(quality.group(1) or 0) == 0:
+        quality = re.search(r"(?:^|;)\s*q\s*=\s*([0-9.]*)", parameters)
+        if quality is not None and re.fullmatch(r"0(\.0*)?", quality.group(1)):  # q=0: "not acceptable"
             continue
         if media.strip().lower() in (TSV_TYPE, "text/*", "*/*"):
             return True
