@@ -59,3 +59,9 @@ class UnauthorizedError(TranslatorError):
     """A request without a valid API key where the deployment requires one (TRANSLATE_API_KEYS): 401 on every API."""
 
     code = "unauthorized"
+
+
+class GlossaryNotFoundError(TranslatorError):
+    """A stored glossary (``handler.storage.glossaries``) that does not exist, or belongs to another API key."""
+
+    code = "glossary_not_found"

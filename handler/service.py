@@ -12,6 +12,17 @@ request limit (characters, texts, option ranges, document deadlines) is enforced
 violations raise the typed errors of ``handler.errors`` with messages that say what was found and what is
 allowed.
 
+Alternatives (``translate_alternatives``, LibreTranslate's ``alternatives``): up to ``MAX_ALTERNATIVES`` other
+translations of each text, from a separate beam search of width ``min(MAX_BEAM_SIZE, max(beam_size, 2 * count))``
+that keeps every finished hypothesis of each segment (``Decoding.search_n_best``), never from or into the
+translation memory (which holds one best translation per segment). Each hypothesis goes through the same
+protected-span rounds as the main translation (URLs, numbers, glossary terms...: ``handler.text.spans``), so an
+alternative keeps every span the main translation keeps. A text's alternatives vary one segment: the segment with
+the most distinct translations other than the main one (the first such segment on a tie; every occurrence of that
+sentence in the text), every other segment keeping its main translation; a text whose segments have no other
+translation (no Chinese, or the search found none) has none. Alternatives are distinct, differ from the main
+translation, come in the search's order (best first) and are the same for the same request.
+
 One translation runs at a time per service (a lock): the ONNX Runtime sessions already use every thread the
 configuration gives them, so concurrent requests would only compete for the same cores and memory.
 """
@@ -40,8 +51,8 @@ from handler.model.families.base import SearchRequest
 from handler.model.loader import LoadedModel
 from handler.model.memory import release_free_heap
 from handler.text.cleaning import clean_translation
-from handler.text.glossary import Glossary, deployment_glossary
-from handler.text.markup import FORMATS, parse_markup
+from handler.text.glossary import MAX_FILE_TERMS, Glossary, deployment_glossary
+from handler.text.markup import FORMATS, MarkupDocument, parse_markup
 from handler.text.script_conversion import AUTO, canonical_variant, default_converter
 from handler.text.segmentation import Document, one_line, split_document
 from handler.text.spans import ProtectedSpan, SpanKind, Translation, has_chinese, translate_protected
@@ -61,6 +72,7 @@ OPTION_NAMES = (
 )
 LENGTH_PENALTY_RANGE = (0.0, 2.0)
 MAX_LENGTH_RATIO_RANGE = (1.0, 4.0)
+MAX_ALTERNATIVES = 5  # alternatives per text (translate_alternatives); more is an InvalidRequestError
 EXTRA_NEW_TOKENS = 10  # output tokens allowed on top of max_length_ratio x source tokens
 MIN_SEGMENT_TOKENS = 8
 SPEED_MEMORY = 0.8  # weight of earlier batches in the measured decoding speed
@@ -140,6 +152,17 @@ class TranslateOptions:
         values = {key: value for key, value in data.items() if value is not None}
         return cls(**values)  # type: ignore[arg-type]  # __post_init__ checks every type
 
+    @classmethod
+    def from_stored(cls, data: Mapping[str, object]) -> TranslateOptions:
+        """Options a document job recorded (``from_mapping``'s JSON values): its glossary may be a stored one (DeepL's
+        glossary API), as large as a deployment's glossary file, not only a request's."""
+        values = dict(data)
+        if values.get("glossary") is not None and not isinstance(values["glossary"], Glossary):
+            values["glossary"] = Glossary.from_mapping(
+                values["glossary"], limit=MAX_FILE_TERMS, where="the document's glossary"
+            )
+        return cls.from_mapping(values)
+
 
 @dataclass(frozen=True)
 class TextTranslation:
@@ -149,6 +172,14 @@ class TextTranslation:
     text: str
     spans: tuple[ProtectedSpan, ...] = ()
     segments: tuple[ScoredSegment, ...] = ()
+
+
+@dataclass(frozen=True)
+class TextAlternatives:
+    """One text's translation (as ``translate_many`` gives it) and up to the asked number of other translations."""
+
+    text: str
+    alternatives: tuple[str, ...] = ()
 
 
 class ThroughputMeter:
@@ -182,6 +213,21 @@ class _Segments:
     @property
     def total_characters(self) -> int:
         return sum(self.characters)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A request's texts as given, in the model's script, their markup and each block's segments."""
+
+    given: list[str]
+    converted: list[str]
+    markups: list[MarkupDocument]
+    documents: list[list[Document]]
+
+    @property
+    def sources(self) -> list[str]:
+        """Every segment of every text, in order, each occurrence."""
+        return [t for blocks in self.documents for document in blocks for t in document.texts]
 
 
 class TranslationService:
@@ -240,6 +286,24 @@ class TranslationService:
             return self._translate(list(texts), options or TranslateOptions(), None, None)
         finally:
             release_free_heap()  # the decoder's freed buffers go back to the system (handler.model.memory)
+
+    def translate_alternatives(
+        self, texts: Sequence[str], options: TranslateOptions | None = None, count: int = 0
+    ) -> list[TextAlternatives]:
+        """Each text's translation with up to ``count`` (0..``MAX_ALTERNATIVES``) distinct other translations (the
+        module's docstring says which); the limits of ``translate_many``."""
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_ALTERNATIVES:
+            raise InvalidRequestError(
+                f"the number of alternatives must be an integer from 0 to {MAX_ALTERNATIVES}; got {_shown(count)}"
+            )
+        self._check_request(texts)
+        options = options or TranslateOptions()
+        try:
+            if not count:
+                return [TextAlternatives(result.text) for result in self._translate(list(texts), options, None, None)]
+            return self._alternatives(list(texts), options, count)
+        finally:
+            release_free_heap()
 
     def translate_document(
         self,
@@ -314,6 +378,12 @@ class TranslationService:
         encoded = self._tokenizer.encode_batch(texts) if texts else []
         return _Segments(texts, characters, encoded)
 
+    def _prepare(self, texts: Sequence[str], options: TranslateOptions) -> _Prepared:
+        converted = [self.scripts.to_model_script(text, options.source) for text in texts]
+        markups = [parse_markup(text, options.format) for text in converted]
+        documents = [[self._split(block) for block in markup.blocks] for markup in markups]
+        return _Prepared(list(texts), converted, markups, documents)
+
     def _translate(
         self,
         texts: Sequence[str],
@@ -324,12 +394,18 @@ class TranslationService:
         """Markup -> blocks -> segments -> protected translation (``handler.text.spans``) -> blocks -> markup."""
         if deadline is not None and time.monotonic() >= deadline:  # even what the memory holds is not answered late
             raise DeadlineExceededError("the deadline passed before the translation began; nothing was translated")
-        given = list(texts)
-        texts = [self.scripts.to_model_script(text, options.source) for text in texts]
-        markups = [parse_markup(text, options.format) for text in texts]
-        documents = [[self._split(block) for block in markup.blocks] for markup in markups]
+        return self._translate_prepared(self._prepare(texts, options), options, deadline, progress)[0]
+
+    def _translate_prepared(
+        self,
+        prepared: _Prepared,
+        options: TranslateOptions,
+        deadline: float | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> tuple[list[TextTranslation], dict[str, Translation]]:
+        """Each text's translation and each segment's (by its source)."""
         # every occurrence: the model still sees a repeated segment once (_segments), and progress counts them all
-        sources = [t for blocks in documents for document in blocks for t in document.texts]
+        sources = prepared.sources
         total = sum(len(t) for t in sources)
         rounds = 0
         scored: dict[str, SegmentModelScore] = {}  # model input -> its hypothesis and source tokens
@@ -339,15 +415,11 @@ class TranslationService:
             rounds += 1  # progress follows the first round; stitching (a second one) is a small remainder
             return self._model_translate(inputs, options, deadline, progress if rounds == 1 else None, total, scored)
 
-        if options.protect_spans:
-            glossary = self.glossary.merged(options.glossary).as_dict()
-            found = translate_protected(sources, model, glossary)
-        else:
-            outputs = model(sources) if sources else []
-            found = [Translation(text, "plain", (), (given,)) for given, text in zip(sources, outputs, strict=True)]
-        results = dict(zip(sources, found, strict=True))
+        results = self._segment_translations(sources, model, options)
         translations = []
-        for original, converted, markup, blocks in zip(given, texts, markups, documents, strict=True):
+        for original, converted, markup, blocks in zip(
+            prepared.given, prepared.converted, prepared.markups, prepared.documents, strict=True
+        ):
             english = [document.join([results[t].text for t in document.texts]) for document in blocks]
             spans = tuple(
                 span
@@ -366,7 +438,80 @@ class TranslationService:
             translations.append(TextTranslation(output, spans, segments))
         if progress is not None:
             progress(total, total)
-        return translations
+        return translations, results
+
+    def _segment_translations(
+        self, sources: Sequence[str], model: Callable[[Sequence[str]], list[str]], options: TranslateOptions
+    ) -> dict[str, Translation]:
+        """Each segment's translation by ``model`` (its protected spans kept unless ``protect_spans`` is off)."""
+        if options.protect_spans:
+            glossary = self.glossary.merged(options.glossary).as_dict()
+            found = translate_protected(sources, model, glossary)
+        else:
+            outputs = model(sources) if sources else []
+            found = [Translation(text, "plain", (), (given,)) for given, text in zip(sources, outputs, strict=True)]
+        return dict(zip(sources, found, strict=True))
+
+    def _alternatives(self, texts: list[str], options: TranslateOptions, count: int) -> list[TextAlternatives]:
+        """Each text's translation with up to ``count`` alternatives (the module's docstring says which)."""
+        prepared = self._prepare(texts, options)
+        translations, main = self._translate_prepared(prepared, options, None, None)
+        beam_size = min(MAX_BEAM_SIZE, max(options.beam_size or self.config.beam_size, 2 * count))
+        sources = list(dict.fromkeys(prepared.sources))
+        candidates: dict[str, list[str]] = {}  # model input -> its distinct cleaned translations, best first
+
+        def ranked(rank: int) -> Callable[[Sequence[str]], list[str]]:
+            """A model answering each input with its ``rank``-th translation (its last where it has fewer)."""
+
+            def model(inputs: Sequence[str]) -> list[str]:
+                missing = [text for text in dict.fromkeys(inputs) if text not in candidates]
+                if missing:
+                    candidates.update(self._decode_n_best(missing, options, beam_size))
+                return [candidates[text][min(rank, len(candidates[text]) - 1)] for text in inputs]
+
+            return model
+
+        others: dict[str, list[str]] = {source: [] for source in sources}  # distinct, none the main one
+        for rank in range(beam_size):
+            for source, result in self._segment_translations(sources, ranked(rank), options).items():
+                if result.text != main[source].text and result.text not in others[source]:
+                    others[source].append(result.text)
+            if all(len(found) <= rank + 1 for found in candidates.values()):
+                break  # no model input has a translation of a lower rank: the next ranks would repeat this one
+        results = []
+        for translation, markup, blocks in zip(translations, prepared.markups, prepared.documents, strict=True):
+            here = list(dict.fromkeys(t for document in blocks for t in document.texts))
+            chosen = max(here, key=lambda t: len(others[t]), default=None)  # max keeps the first of equals
+            alternatives: list[str] = []
+            for alternative in others[chosen] if chosen is not None else []:
+                english = [
+                    document.join([alternative if t == chosen else main[t].text for t in document.texts])
+                    for document in blocks
+                ]
+                output = markup.rebuild(english)
+                if output != translation.text and output not in alternatives:
+                    alternatives.append(output)
+                if len(alternatives) == count:
+                    break
+            results.append(TextAlternatives(translation.text, tuple(alternatives)))
+        return results
+
+    def _decode_n_best(self, inputs: Sequence[str], options: TranslateOptions, beam_size: int) -> dict[str, list[str]]:
+        """Each input's distinct cleaned translations, best first, from a search of width ``beam_size`` that keeps
+        every finished hypothesis; the translation memory is neither read nor written."""
+        segments = self._segments(inputs)
+        batches = self._plan(segments, options, beam_size)
+        outputs: list[list[list[Hypothesis]]] = []
+        with self._lock:
+            for batch in batches:
+                rows = [segments.encoded[index] for index in batch.indices]
+                request = self._search_request(batch, segments, options, beam_size)
+                outputs.append(self.model.search_n_best(rows, request, beam_size, width_multiple=WIDTH_MULTIPLE))
+        ranked = restore_order(batches, outputs, len(segments.texts))
+        return {
+            text: list(dict.fromkeys(clean_translation(self._tokenizer.decode(h.ids)) for h in hypotheses))
+            for text, hypotheses in zip(segments.texts, ranked, strict=True)
+        }
 
     def _scored_segments(
         self,
@@ -453,14 +598,7 @@ class TranslationService:
     ) -> dict[str, Remembered]:
         """Batch, decode and clean ``inputs`` (the model is asked each distinct one once)."""
         segments = self._segments(inputs)
-        batches = plan_batches(
-            [len(ids) for ids in segments.encoded],
-            max_tokens=self.config.batch_tokens,
-            beam_size=beam_size,
-            row_bytes=lambda width: kv_cache_bytes_per_row(
-                self._spec.decoder_layers, self._spec.d_model, width, self.max_new_tokens(width, options)
-            ),
-        )
+        batches = self._plan(segments, options, beam_size)
         outputs: list[list[Hypothesis]] = []
         with self._lock:
             done = 0
@@ -482,14 +620,29 @@ class TranslationService:
         allowed = int(options.max_length_ratio * source_tokens) + EXTRA_NEW_TOKENS
         return max(1, min(allowed, self._spec.max_positions - 1))
 
-    def _decode(self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[Hypothesis]:
+    def _plan(self, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[Batch]:
+        return plan_batches(
+            [len(ids) for ids in segments.encoded],
+            max_tokens=self.config.batch_tokens,
+            beam_size=beam_size,
+            row_bytes=lambda width: kv_cache_bytes_per_row(
+                self._spec.decoder_layers, self._spec.d_model, width, self.max_new_tokens(width, options)
+            ),
+        )
+
+    def _search_request(
+        self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int
+    ) -> SearchRequest:
         # each row's own limit, from its own length: its output never depends on the batch it is in
-        request = SearchRequest(
+        return SearchRequest(
             beam_size=beam_size,
             max_new_tokens=tuple(self.max_new_tokens(len(segments.encoded[i]), options) for i in batch.indices),
             length_penalty=options.length_penalty,
             repetition_guard=options.repetition_guard,
         )
+
+    def _decode(self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[Hypothesis]:
+        request = self._search_request(batch, segments, options, beam_size)
         began = time.perf_counter()
         rows = [segments.encoded[index] for index in batch.indices]
         result = self.model.search(rows, request, width_multiple=WIDTH_MULTIPLE)

@@ -27,7 +27,7 @@ import binascii
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from handler.api.access_log import configure_logging
@@ -39,6 +39,7 @@ from handler.storage.documents import documents_for, handle_storage_object
 from handler.storage.events import s3_created_objects
 from handler.storage.object_store import S3Store
 from handler.storage.retry import RetryingStore, RetryPolicy, TransientAware
+from handler.storage.state import StateLocation, StateStore, bucket_state, local_state
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class LambdaAdapter:
         self.retry = retry or RetryPolicy()
         # documents live in the buckets (an instance's /tmp does not outlive it, nor is it shared)
         documents = documents_for(startup.config, startup.require_service, self._state_store, local_fallback=False)
-        self.http = HttpApi(startup, documents)
+        self.http = HttpApi(startup, documents, state=self._state)  # glossaries: built on the first glossary request
 
     @property
     def store(self) -> TransientAware:
@@ -93,6 +94,12 @@ class LambdaAdapter:
     def _state_store(self) -> S3Store:
         store = self.store
         return store if isinstance(store, S3Store) else S3Store()
+
+    def _state(self) -> StateLocation:
+        """Stored glossaries: in the output bucket (TRANSLATE_OUTPUT_BUCKET) when there is one, else the folder
+        TRANSLATE_STATE_DIR (``handler.storage.state``)."""
+        config = self.startup.config
+        return bucket_state(config, lambda: cast(StateStore, self.store)) or local_state(config)
 
     def handle(self, event: Any, context: Any) -> Any:
         kind = event_kind(event)

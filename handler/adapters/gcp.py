@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import flask
 import functions_framework
@@ -46,6 +46,7 @@ from handler.storage.documents import documents_for, handle_storage_object
 from handler.storage.events import storage_object
 from handler.storage.object_store import GcsStore
 from handler.storage.retry import RetryingStore, RetryPolicy, TransientAware
+from handler.storage.state import StateLocation, StateStore, bucket_state, local_state
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,11 @@ class GcpAdapter:
         self.startup = startup
         self._store = store
         self.retry = retry or RetryPolicy()
-        self.http = HttpApi(startup, documents_for(startup.config, startup.require_service, self._state_store))
+        self.http = HttpApi(
+            startup,
+            documents_for(startup.config, startup.require_service, self._state_store),
+            state=self._state,  # built on the first glossary request
+        )
 
     @property
     def store(self) -> TransientAware:
@@ -68,6 +73,12 @@ class GcpAdapter:
     def _state_store(self) -> GcsStore:
         store = self.store
         return store if isinstance(store, GcsStore) else GcsStore()
+
+    def _state(self) -> StateLocation:
+        """Stored glossaries: in the output bucket (TRANSLATE_OUTPUT_BUCKET) when there is one, else the folder
+        TRANSLATE_STATE_DIR (``handler.storage.state``)."""
+        config = self.startup.config
+        return bucket_state(config, lambda: cast(StateStore, self.store)) or local_state(config)
 
     def handle_http(self, request: flask.Request) -> flask.Response:
         path, headers = _path_and_query(request), request.headers.items()

@@ -17,6 +17,7 @@ from typing import Any
 from handler.errors import (
     ConfigurationError,
     DeadlineExceededError,
+    GlossaryNotFoundError,
     InvalidRequestError,
     ModelUnavailableError,
     RequestTooLargeError,
@@ -117,6 +118,7 @@ class RequestRefusedError(HttpError):
 # most specific first: BundleError is a ModelUnavailableError
 STATUS_BY_ERROR: tuple[tuple[type[TranslatorError], int], ...] = (
     (UnauthorizedError, 401),
+    (GlossaryNotFoundError, 404),
     (InvalidRequestError, 400),
     (RequestTooLargeError, 413),
     (ModelUnavailableError, 503),

@@ -15,11 +15,12 @@ from typing import Any
 
 from handler.config import MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import InvalidRequestError
-from handler.service import LENGTH_PENALTY_RANGE, MAX_LENGTH_RATIO_RANGE
+from handler.service import LENGTH_PENALTY_RANGE, MAX_ALTERNATIVES, MAX_LENGTH_RATIO_RANGE
+from handler.storage.glossaries import ENTRIES_FORMATS, MAX_ENTRIES, MAX_ENTRIES_BYTES, MAX_GLOSSARIES, MAX_NAME_BYTES
 from handler.text.glossary import MAX_REQUEST_TERMS, MAX_TARGET_CHARS, MAX_TERM_CHARS
 from handler.text.markup import FORMATS
 from handler.text.script_conversion import VARIANTS, canonical_variant
-from handler.text.spans import SpanKind
+from handler.text.spans import MARKUP_LIMIT, MARKUP_OPEN, SpanKind
 
 OPENAPI_PATH = "/openapi.json"
 JSON = "application/json"
@@ -31,6 +32,9 @@ _NO_BREAK = "[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]*"
 _END = "(?![\\s\\S])"
 GLOSSARY_TERM_PATTERN = f"^{_NO_BREAK}[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]{_NO_BREAK}{_END}"
 GLOSSARY_TARGET_PATTERN = f"^{_NO_BREAK}\\S{_NO_BREAK}{_END}"
+
+GLOSSARY_ID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"  # what POST /v2/glossaries gives
+NO_MARKUP_PATTERN = f"^[^{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]*{_END}"  # (handler.text.markup's own characters)
 
 # every code this server's own error body may carry ({"error": {"code", "message"}})
 ERROR_CODES = (
@@ -141,8 +145,9 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
         **libretranslate_paths(),
         **deepl_paths(keys_required),
         **document_paths(keys_required),
+        **deepl_glossary_paths(keys_required),
     }
-    schemas = {**_schemas(config), **_document_schemas()}
+    schemas = {**_schemas(config), **_document_schemas(), **_glossary_schemas()}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -443,16 +448,18 @@ def document_paths(keys_required: bool) -> dict[str, Any]:
             "post": {
                 "operationId": "deeplDocumentUpload",
                 "tags": ["deepl"],
-                "summary": "DeepL: upload a document (.txt, .html, .md, .srt, .vtt) to translate in the background",
+                "summary": "DeepL: upload a document (.txt, .html, .md, .srt, .vtt, .docx) to translate in the "
+                "background",
                 "security": deepl_security,
                 "requestBody": {"required": True, "content": {MULTIPART: {"schema": _ref("DeepLDocumentUpload")}}},
                 "responses": {
                     "200": _response("the document's id and key", _ref("DeepLDocumentHandle")),
                     "400": deepl_error(
                         "no file, an unsupported suffix (the message lists them) or language, or an "
-                        "option refused (formality more/less, glossary_id, another output_format)"
+                        "option refused (formality more/less, glossary_id without source_lang, another output_format)"
                     ),
                     "403": deepl_error("authorization failure (TRANSLATE_API_KEYS is set)"),
+                    "404": deepl_error("glossary_id names no glossary of this key"),
                     "413": deepl_error("the file is over TRANSLATE_MAX_FILE_BYTES, or the body too large"),
                     "429": deepl_error("too many documents are waiting (the local worker's queue; retry later)"),
                     "500": deepl_error("the deployment has nowhere to keep documents, or a bug"),
@@ -503,7 +510,7 @@ def document_paths(keys_required: bool) -> dict[str, Any]:
             "post": {
                 "operationId": "libretranslateTranslateFile",
                 "tags": ["libretranslate"],
-                "summary": "LibreTranslate: translate a file (.txt, .html, .md, .srt, .vtt) within the request",
+                "summary": "LibreTranslate: translate a file (.txt, .html, .md, .srt, .vtt, .docx) within the request",
                 "requestBody": {"required": True, "content": {MULTIPART: {"schema": _ref("LibreTranslateFile")}}},
                 "responses": {
                     "200": _response("where to download the translation", _ref("LibreTranslateFileUrl")),
@@ -525,6 +532,112 @@ def document_paths(keys_required: bool) -> dict[str, Any]:
     }
 
 
+def deepl_glossary_paths(keys_required: bool) -> dict[str, Any]:
+    """DeepL's v2 glossary routes (``handler.api.compat.deepl``, stored by ``handler.storage.glossaries``)."""
+    security = _security(keys_required, "DeepLAuthKey", "ApiKeyHeader", "BearerKey")
+    error = _ref("DeepLError")
+    errors = {
+        "400": _response("a bad request (the message names the entry or parameter)", error),
+        "403": _response("authorization failure (TRANSLATE_API_KEYS is set)", error),
+        "413": _response(
+            f"over {MAX_ENTRIES_BYTES:,} bytes or {MAX_ENTRIES:,} entries, or {MAX_GLOSSARIES} glossaries held", error
+        ),
+        "500": _response("the glossary store failed", error),
+    }
+    not_found = {"404": _response("no such glossary for this key", error)}
+
+    def id_preflight(operation_id: str) -> dict[str, Any]:
+        preflight = _preflight(operation_id, "deepl")
+        preflight["responses"]["404"] = _response("the path names no glossary (its ID is not a UUID)", error)
+        return {**preflight, "parameters": [glossary_id]}
+
+    glossary_id = {
+        "name": "glossary_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": GLOSSARY_ID_PATTERN},
+        "description": "the glossary_id POST /v2/glossaries returned (a UUID)",
+    }
+
+    def operation(operation_id: str, summary: str, ok: dict[str, Any], *statuses: str) -> dict[str, Any]:
+        found = {status: {**errors, **not_found}[status] for status in statuses}
+        return {"operationId": operation_id, "tags": ["deepl"], "summary": summary, "security": security,
+                "responses": {**ok, **found}}  # fmt: skip
+
+    pairs_get = operation(
+        "deeplGlossaryLanguagePairs",
+        "DeepL: the glossary language pairs (zh → en only)",
+        {"200": _response("the pairs", _ref("DeepLGlossaryLanguagePairs"))},
+        "403",
+    )
+    list_get = operation(
+        "deeplGlossaries",
+        "DeepL: the caller's glossaries",
+        {"200": _response("the glossaries", _ref("DeepLGlossaryList"))},
+        "403",
+    )
+    create = operation(
+        "deeplGlossaryCreate",
+        f"DeepL: create a zh → en glossary from TSV or CSV entries (at most {MAX_ENTRIES:,} entries, "
+        f"{MAX_ENTRIES_BYTES:,} bytes, a name of {MAX_NAME_BYTES} bytes, {MAX_GLOSSARIES} glossaries per key)",
+        {"201": _response("the new glossary", _ref("DeepLGlossary"))},
+        "400",
+        "403",
+        "413",
+        "500",
+    )
+    create["requestBody"] = {
+        "required": True,
+        "content": {JSON: {"schema": _ref("DeepLGlossaryCreate")}, FORM: {"schema": _ref("DeepLGlossaryCreate")}},
+    }
+    one_get = operation(
+        "deeplGlossary",
+        "DeepL: one glossary's description",
+        {"200": _response("the glossary", _ref("DeepLGlossary"))},
+        "400",
+        "403",
+        "404",
+    )
+    delete = operation(
+        "deeplGlossaryDelete", "DeepL: delete a glossary", {"204": _response("deleted")}, "400", "403", "404"
+    )
+    entries_get = operation(
+        "deeplGlossaryEntries",
+        "DeepL: a glossary's entries, source<TAB>target per line",
+        {"200": _response("the entries", {"type": "string"}, media="text/tab-separated-values")},
+        "400",
+        "403",
+        "404",
+    )
+    for with_id in (one_get, delete, entries_get):
+        with_id["parameters"] = [glossary_id]
+    entries_get["responses"]["415"] = _response("the Accept header allows no text/tab-separated-values", error)
+    return {
+        "/v2/glossary-language-pairs": {
+            "get": pairs_get,
+            "head": _head_of(pairs_get, "deeplGlossaryLanguagePairsHead"),
+            "options": _preflight("deeplGlossaryLanguagePairsPreflight", "deepl"),
+        },
+        "/v2/glossaries": {
+            "get": list_get,
+            "head": _head_of(list_get, "deeplGlossariesHead"),
+            "post": create,
+            "options": _preflight("deeplGlossariesPreflight", "deepl"),
+        },
+        "/v2/glossaries/{glossary_id}": {
+            "get": one_get,
+            "head": _head_of(one_get, "deeplGlossaryHead"),
+            "delete": delete,
+            "options": id_preflight("deeplGlossaryPreflight"),
+        },
+        "/v2/glossaries/{glossary_id}/entries": {
+            "get": entries_get,
+            "head": _head_of(entries_get, "deeplGlossaryEntriesHead"),
+            "options": id_preflight("deeplGlossaryEntriesPreflight"),
+        },
+    }
+
+
 def _document_schemas() -> dict[str, Any]:
     file_part = {"type": "string", "contentMediaType": "application/octet-stream"}
     optional = {"type": "string"}
@@ -539,6 +652,10 @@ def _document_schemas() -> dict[str, Any]:
                 "source_lang": {"type": "string", "enum": ["ZH", "ZH-HANS", "ZH-HANT"]},
                 "formality": {"type": "string", "enum": ["default", "prefer_more", "prefer_less"]},
                 "output_format": optional,
+                "glossary_id": {
+                    "type": "string",
+                    "description": "a glossary of POST /v2/glossaries; needs source_lang",
+                },
                 "auth_key": optional,
             },
         },
@@ -577,6 +694,58 @@ def _document_schemas() -> dict[str, Any]:
             "type": "object",
             "required": ["translatedFileUrl"],
             "properties": {"translatedFileUrl": {"type": "string"}},
+        },
+    }
+
+
+def _glossary_schemas() -> dict[str, Any]:
+    return {
+        "DeepLGlossaryCreate": {
+            "type": "object",
+            "required": ["name", "source_lang", "target_lang", "entries"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "source_lang": {"type": "string", "enum": ["zh", "ZH", "zh-Hans", "zh-Hant", "ZH-HANS", "ZH-HANT"]},
+                "target_lang": {"type": "string", "enum": ["en", "EN", "en-US", "en-GB", "EN-US", "EN-GB"]},
+                "entries": {
+                    "type": "string",
+                    "description": "tsv: source<TAB>target per line; csv: source,target[,source_lang,target_lang]",
+                },
+                "entries_format": {"type": "string", "enum": list(ENTRIES_FORMATS), "default": "tsv"},
+                "auth_key": {"type": "string"},
+            },
+        },
+        "DeepLGlossary": {
+            "type": "object",
+            "required": ["glossary_id", "name", "ready", "source_lang", "target_lang", "creation_time", "entry_count"],
+            "properties": {
+                "glossary_id": {"type": "string"},
+                "name": {"type": "string"},
+                "ready": {"type": "boolean"},
+                "source_lang": {"type": "string", "enum": ["zh"]},
+                "target_lang": {"type": "string", "enum": ["en"]},
+                "creation_time": {"type": "string", "format": "date-time"},
+                "entry_count": {"type": "integer", "minimum": 1},
+            },
+        },
+        "DeepLGlossaryList": {
+            "type": "object",
+            "required": ["glossaries"],
+            "properties": {"glossaries": {"type": "array", "items": _ref("DeepLGlossary")}},
+        },
+        "DeepLGlossaryLanguagePairs": {
+            "type": "object",
+            "required": ["supported_languages"],
+            "properties": {
+                "supported_languages": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["source_lang", "target_lang"],
+                        "properties": {"source_lang": {"type": "string"}, "target_lang": {"type": "string"}},
+                    },
+                }
+            },
         },
     }
 
@@ -784,7 +953,12 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
                 "target": {"type": "string", "enum": ["en", "en-US", "en-GB"]},
                 "format": {"type": ["string", "null"], "enum": ["text", "html", None]},
                 "api_key": {"type": ["string", "null"]},
-                "alternatives": {"type": ["integer", "null"], "minimum": 0, "maximum": 3},
+                "alternatives": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "maximum": MAX_ALTERNATIVES,
+                    "description": "up to this many other distinct translations of each text (more is refused)",
+                },
             },
         },
         "LibreTranslateQuery": {
@@ -803,7 +977,11 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
                         {"type": "array", "items": _ref("LibreTranslateDetection")},
                     ]
                 },
-                "alternatives": {"type": "array"},
+                "alternatives": {
+                    "type": "array",
+                    "description": "a list of strings for one q, a list of such lists for a list",
+                    "items": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+                },
             },
         },
         "LibreTranslateDetection": {
@@ -834,13 +1012,51 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
             "type": "object",
             "required": ["text", "target_lang"],
             "description": "DeepL's other options (formality, split_sentences, context, ...) are accepted and ignored",
+            "additionalProperties": _ref("DeepLIgnoredOption"),
             "properties": {
                 "text": one_or_more,
                 "source_lang": {"type": ["string", "null"], "enum": ["ZH", "ZH-HANS", "ZH-HANT", None]},
                 "target_lang": {"type": "string", "enum": ["EN", "EN-US", "EN-GB"]},
                 "tag_handling": {"type": ["string", "null"], "enum": ["html", None]},
+                "glossary_id": {
+                    "type": ["string", "null"],
+                    "pattern": f"^$|{GLOSSARY_ID_PATTERN}",
+                    "description": "a glossary of POST /v2/glossaries (needs source_lang); unknown: 404",
+                },
                 "auth_key": {"type": ["string", "null"]},
             },
+            "allOf": [
+                {  # a glossary needs source_lang, as on DeepL
+                    "if": {
+                        "required": ["glossary_id"],
+                        "properties": {"glossary_id": {"type": "string", "minLength": 1}},
+                    },
+                    "then": {"required": ["source_lang"], "properties": {"source_lang": {"type": "string"}}},
+                },
+                {  # html is cut into blocks with private-use characters for its tags: a text may not hold them
+                    "if": {"required": ["tag_handling"], "properties": {"tag_handling": {"const": "html"}}},
+                    "then": {
+                        "properties": {
+                            "text": {
+                                "oneOf": [
+                                    {"type": "string", "pattern": NO_MARKUP_PATTERN},
+                                    {"type": "array", "items": {"type": "string", "pattern": NO_MARKUP_PATTERN}},
+                                ]
+                            }
+                        }
+                    },
+                },
+            ],
+        },
+        "DeepLIgnoredOption": {
+            "description": "any JSON value a body may hold (read_json: integers of at most 30 digits, finite numbers)",
+            "anyOf": [
+                {"type": ["string", "boolean", "null"]},
+                {"type": "integer", "minimum": -(10**30 - 1), "maximum": 10**30 - 1},
+                {"type": "number", "not": {"type": "integer"}},
+                {"type": "array", "items": _ref("DeepLIgnoredOption")},
+                {"type": "object", "additionalProperties": _ref("DeepLIgnoredOption")},
+            ],
         },
         "DeepLLanguageType": {"type": "string", "enum": ["source", "target", ""], "description": "empty: source"},
         "DeepLLanguageTypeOrNull": {"type": ["string", "null"], "enum": ["source", "target", "", None]},

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from handler.api.access_log import (
@@ -72,6 +73,8 @@ from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS
 from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError, UnauthorizedError
 from handler.service import TextTranslation, TranslateOptions
 from handler.storage.documents import DocumentJobs, documents_for
+from handler.storage.glossaries import GlossaryStore
+from handler.storage.state import StateLocation, local_state
 from handler.text.validation import require_unicode
 from handler.translation_memory import WorkCounts, current_work
 
@@ -118,16 +121,27 @@ HSTS = "max-age=31536000"  # only on requests that arrived over HTTPS (X-Forward
 class HttpApi:
     """Routes requests to the translation service; built once per cold start from a ``Startup``."""
 
-    def __init__(self, startup: Startup, documents: DocumentJobs | None = None) -> None:
+    def __init__(
+        self,
+        startup: Startup,
+        documents: DocumentJobs | None = None,
+        state: StateLocation | Callable[[], StateLocation] | None = None,
+    ) -> None:
         """``documents``: where DeepL's document API and LibreTranslate's files live (the adapter's choice,
-        ``handler.storage.documents.documents_for``); default: the local state folder, translated in this process."""
+        ``handler.storage.documents.documents_for``); default: the local state folder, translated in this process.
+        ``state``: where stored glossaries live (``handler.storage.state``), or a function building it on first
+        use; default: the local folder ``TRANSLATE_STATE_DIR``."""
         self.startup = startup
         self.config = startup.config
         self.keys = ApiKeys.of(startup.config.api_keys)
+        config = startup.config
         if documents is None:
-            documents = documents_for(startup.config, startup.require_service)
+            documents = documents_for(config, startup.require_service)
+        self.glossaries = GlossaryStore(
+            state if state is not None else (lambda: local_state(config)), keys_required=self.keys.required
+        )
         # LibreTranslate and DeepL routes, answered in their own shapes
-        self.compat = CompatApis(startup, documents)
+        self.compat = CompatApis(startup, documents, self.glossaries)
         self.known_routes = frozenset((*ROUTES, *self.compat.routes()))
         info = startup.service.info() if startup.service is not None else {}
         self._model = info.get("model")
@@ -197,7 +211,7 @@ class HttpApi:
     def _route_name(self, request: HttpRequest) -> str:
         """The route for logs: a known path, else a placeholder (a path or a query string may hold text)."""
         path = _normalise_path(request.path)
-        return path if path in self.known_routes else UNKNOWN_ROUTE
+        return path if path in self.known_routes else self.compat.route_of(path) or UNKNOWN_ROUTE
 
     def _log(
         self, request: HttpRequest, response: HttpResponse, error_code: str | None, began: float, work: WorkCounts
@@ -334,7 +348,8 @@ class HttpApi:
         if allow != "*":
             headers["Vary"] = "Origin"
         if request.method == "OPTIONS":
-            headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"  # GET: /languages, /v2/usage, ...
+            # GET: /languages, /v2/usage, ...; DELETE: /v2/glossaries/{glossary_id}
+            headers["Access-Control-Allow-Methods"] = "GET, POST, DELETE, OPTIONS"
             # Authorization: Bearer or DeepL-Auth-Key; X-API-Key: handler.api.keys; X-Request-Id: the caller's id
             headers["Access-Control-Allow-Headers"] = "Content-Type, Authorization, X-API-Key, X-Request-Id"
             headers["Access-Control-Max-Age"] = "600"

@@ -346,7 +346,36 @@ def beam_hypotheses(
     repetition_guard: bool | RepetitionGuard = True,
     min_new_tokens: int = 0,
 ) -> list[Hypothesis]:
-    """The best of ``beam_size`` hypotheses per source row, scored ``sum(log p) / length ** length_penalty``.
+    """The best of ``beam_size`` hypotheses per source row (``beam_n_best``'s first)."""
+    found = beam_n_best(
+        model,
+        input_ids,
+        attention_mask,
+        max_new_tokens,
+        beam_size=beam_size,
+        n_best=1,
+        length_penalty=length_penalty,
+        repetition_guard=repetition_guard,
+        min_new_tokens=min_new_tokens,
+    )
+    return [row[0] for row in found]
+
+
+def beam_n_best(
+    model: StepModel,
+    input_ids: np.ndarray,
+    attention_mask: np.ndarray,
+    max_new_tokens: RowLimits,
+    *,
+    beam_size: int,
+    n_best: int,
+    length_penalty: float = 1.0,
+    repetition_guard: bool | RepetitionGuard = True,
+    min_new_tokens: int = 0,
+) -> list[list[Hypothesis]]:
+    """Per source row, the best ``n_best`` (at most ``beam_size``) of the ``beam_size`` finished hypotheses, best
+    first, scored ``sum(log p) / length ** length_penalty``; the first is the search's choice, always there, the
+    others only where the search finished them (they need not be distinct once detokenized).
 
     Follows transformers' beam search step for step: each step keeps the ``2 * beam_size`` best continuations
     over all beams of a sentence; those among the first ``beam_size`` that end (``</s>`` or the length limit)
@@ -358,8 +387,10 @@ def beam_hypotheses(
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1; got {beam_size}")
+    if n_best < 1:
+        raise ValueError(f"n_best must be at least 1; got {n_best}")
     if beam_size == 1:
-        return greedy_hypotheses(
+        greedy = greedy_hypotheses(
             model,
             input_ids,
             attention_mask,
@@ -367,6 +398,8 @@ def beam_hypotheses(
             repetition_guard=repetition_guard,
             min_new_tokens=min_new_tokens,
         )
+        return [[hypothesis] for hypothesis in greedy]
+    kept = min(n_best, beam_size)
     batch = input_ids.shape[0]
     item_limits = row_limits(max_new_tokens, batch)  # per sentence still searching
     _check_lengths(int(item_limits.max()) if batch else 1, min_new_tokens)
@@ -396,11 +429,21 @@ def beam_hypotheses(
     running_fired = np.zeros((batch, beams), dtype=bool)
     improvable = np.ones(batch, dtype=bool)
     first_beams = np.arange(2 * beams) < beams
-    results: list[Hypothesis] = [Hypothesis([]) for _ in range(batch)]
+    results: list[list[Hypothesis]] = [[] for _ in range(batch)]
 
-    def best_of(position: int) -> Hypothesis:
-        ids = content_ids(finished[position, 0, 1:], spec)
-        return Hypothesis(ids, float(finished_sums[position, 0]), len(ids) + 1, bool(finished_fired[position, 0]))
+    def best_of(position: int) -> list[Hypothesis]:
+        """Slot 0 (the search's choice) and the next finished slots, up to ``kept``."""
+        found = []
+        for slot in range(kept):
+            if slot and not is_finished[position, slot]:
+                break
+            ids = content_ids(finished[position, slot, 1:], spec)
+            found.append(
+                Hypothesis(
+                    ids, float(finished_sums[position, slot]), len(ids) + 1, bool(finished_fired[position, slot])
+                )
+            )
+        return found
 
     length = 1  # tokens in every running hypothesis, decoder start included
     while True:

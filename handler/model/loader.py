@@ -148,6 +148,15 @@ class LoadedModel:
         )
         return self.decoding.search(self.model, input_ids, attention_mask, request)
 
+    def search_n_best(
+        self, rows: Sequence[Sequence[int]], request: SearchRequest, n_best: int, *, width_multiple: int = 1
+    ) -> list[list[Hypothesis]]:
+        """``search`` keeping up to ``n_best`` hypotheses per row, best first (``Decoding.search_n_best``)."""
+        input_ids, attention_mask = pad_batch(
+            rows, self.spec.pad_id, max_width=self.spec.max_positions, multiple=width_multiple
+        )
+        return self.decoding.search_n_best(self.model, input_ids, attention_mask, request, n_best)
+
 
 def warm_up(loaded: LoadedModel, beam_size: int) -> None:
     """Run the paths a first request takes: one sentence greedily, then a small batch with ``beam_size``."""

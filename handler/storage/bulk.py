@@ -104,7 +104,7 @@ def translate_in_parts(
     options: Mapping[str, Any] | None = None,
 ) -> str:
     """What the fan-out produces, in one process: each part translated as a file, joined with its separators.
-    ``options``: the job's options as JSON values (``TranslateOptions.from_mapping``), as its manifest records them."""
+    ``options``: the job's options as JSON values (``TranslateOptions.from_stored``), as its manifest records them."""
     lead, parts = _plan(text, max_chars, fmt)
     chosen = _options(options)
     return lead + "".join(
@@ -146,7 +146,7 @@ def _translate_part_text(
 
 def _options(values: Mapping[str, Any] | None) -> TranslateOptions | None:
     """A job's options from their JSON values (None: the defaults, as for any upload)."""
-    return TranslateOptions.from_mapping(values) if values else None
+    return TranslateOptions.from_stored(values) if values else None
 
 
 # --- the job's objects ------------------------------------------------------------------------------------------
@@ -252,7 +252,7 @@ def handle_object_event(
 ) -> dict[str, Any]:
     """What the file adapters do with an "object created" event: a part, a large upload to plan, or a small one.
 
-    ``options``: translation options as JSON values (``TranslateOptions.from_mapping``) for this upload, recorded
+    ``options``: translation options as JSON values (``TranslateOptions.from_stored``) for this upload, recorded
     in a fan-out's manifest so that every part applies them (a document of DeepL's API: ``handler.storage.documents``).
 
     Objects under ``TRANSLATE_WORK_PREFIX`` are the fan-out's own: parts are translated, the rest (manifests, part

@@ -184,7 +184,7 @@ def check_upload(upload: DocumentUpload, config: RuntimeConfig) -> str:
         )
     if not upload.data:
         raise InvalidRequestError(f"{upload.name!r} is empty; upload a document with text to translate")
-    TranslateOptions.from_mapping(upload.options)  # InvalidRequestError now rather than an error status later
+    TranslateOptions.from_stored(upload.options)  # InvalidRequestError now rather than an error status later
     return suffix
 
 
@@ -475,7 +475,7 @@ class LocalDocuments:
 
         try:
             data = self.state().store.read(self._source(record))
-            options = TranslateOptions.from_mapping(record.get("options") or {})
+            options = TranslateOptions.from_stored(record.get("options") or {})
             translated, encoding = translate_file_bytes(
                 self._service(), data, record["name"], options, progress=progress
             )

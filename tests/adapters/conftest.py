@@ -83,8 +83,9 @@ def free_port() -> int:
 
 # --- configuration and cold starts ------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def adapter_env(tiny_bundle_dir: Path) -> dict[str, str]:
-    return function_env(tiny_bundle_dir)
+def adapter_env(tiny_bundle_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    # stored glossaries (and documents) of every adapter under test: one temporary folder, not the working directory
+    return function_env(tiny_bundle_dir, TRANSLATE_STATE_DIR=str(tmp_path_factory.mktemp("state")))
 
 
 @pytest.fixture(scope="session")

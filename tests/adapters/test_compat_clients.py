@@ -173,7 +173,11 @@ def test_libretranslate_json_lists_and_settings(base_url: str) -> None:
         answer = json.loads(response.read())
     assert len(answer["translatedText"]) == 2 and all(isinstance(t, str) for t in answer["translatedText"])
     assert answer["detectedLanguage"] == [{"language": "zh", "confidence": 100.0}] * 2
-    assert answer["alternatives"] == [[], []]
+    # up to 2 other translations of each text, distinct and none the main one
+    assert len(answer["alternatives"]) == 2
+    for main, others in zip(answer["translatedText"], answer["alternatives"], strict=True):
+        assert len(others) <= 2 and len(set(others)) == len(others) and main not in others
+        assert all(isinstance(other, str) and other for other in others)
     with urllib.request.urlopen(base_url + "frontend/settings") as response:  # noqa: S310 - loopback
         settings = json.loads(response.read())
     assert settings["charLimit"] == MAX_CHARS and settings["keyRequired"] is False
@@ -227,6 +231,42 @@ def test_deepl_request_too_large_is_413(base_url: str) -> None:
     with pytest.raises(deepl.DeepLException, match="TRANSLATE_MAX_CHARS") as raised:
         _deepl(base_url).translate_text("好" * (MAX_CHARS + 1), target_lang="EN-US")
     assert raised.value.http_status_code == 413
+
+
+def test_libretranslate_alternatives_are_bounded(base_url: str) -> None:
+    import urllib.request
+
+    def ask(count: object) -> tuple[int, Any]:
+        body = json.dumps({"q": "今天天气很好。", "source": "zh", "target": "en", "alternatives": count}).encode()
+        request = urllib.request.Request(base_url + "translate", body, {"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request) as response:  # noqa: S310 - loopback
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    # a huge count is refused at once (LibreTranslate #978), naming the limit; the limit itself is answered
+    status, answer = ask(10_000)
+    assert status == 400 and answer == {"error": "Invalid request: alternatives must be between 0 and 5"}
+    status, answer = ask(5)
+    assert status == 200 and len(answer["alternatives"]) <= 5
+    assert len(set(answer["alternatives"])) == len(answer["alternatives"])
+    assert answer["translatedText"] not in answer["alternatives"]
+    assert ask(5) == (status, answer)  # deterministic
+
+
+def test_deepl_glossaries_through_every_adapter(base_url: str) -> None:
+    # GIVEN the deepl client WHEN it creates, reads, uses and deletes a glossary THEN every adapter answers alike
+    translator = _deepl(base_url)
+    created = translator.create_glossary("Everywhere", "ZH", "EN-US", {"人工智能": "artificial-intelligence-term"})
+    assert translator.get_glossary(created.glossary_id).entry_count == 1
+    assert translator.get_glossary_entries(created) == {"人工智能": "artificial-intelligence-term"}
+    assert created.glossary_id in [glossary.glossary_id for glossary in translator.list_glossaries()]
+    english = translator.translate_text("人工智能很重要。", source_lang="ZH", target_lang="EN-US", glossary=created)
+    assert "artificial-intelligence-term" in english.text.lower()
+    translator.delete_glossary(created)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        translator.get_glossary(created.glossary_id)
 
 
 # --- API keys (TRANSLATE_API_KEYS) -------------------------------------------------------------------------------

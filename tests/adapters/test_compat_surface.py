@@ -48,7 +48,7 @@ def test_deepl_unknown_route_method_and_tag_handling(api: HttpApi) -> None:
     xml = call(api, "POST", "/v2/translate", {"text": "你好", "target_lang": "EN-US", "tag_handling": "xml"})
     assert xml.status == 400 and "tag_handling" in body(xml)["message"]
     glossary = call(api, "POST", "/v2/translate", {"text": "你好", "target_lang": "EN-US", "glossary_id": "g1"})
-    assert glossary.status == 400 and "TRANSLATE_GLOSSARY_FILE" in body(glossary)["message"]
+    assert glossary.status == 400 and "requires the source_lang" in body(glossary)["message"]
 
 
 def test_libretranslate_html_keeps_the_markup(api: HttpApi) -> None:

@@ -16,6 +16,7 @@ the tests compare with the function's own file translation rather than with word
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import threading
 import time
@@ -33,6 +34,7 @@ from handler.adapters.local_server import make_server
 from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
 from handler.errors import InvalidRequestError
+from handler.service import TranslateOptions
 from handler.storage.documents import content_type_for
 from handler.storage.files import FILE_SUFFIXES, decode_text, translate_file_bytes
 from handler.text.subtitles import parse_track
@@ -155,6 +157,39 @@ def test_deepl_client_translates_every_format_on_the_local_server(
     assert translated == expected(startup, name, DOCUMENTS[name])
     check_structure(name, DOCUMENTS[name], translated)
     assert status.done and status.billed_characters == billed(name, DOCUMENTS[name])
+
+
+@pytest.mark.parametrize("name", ["notes.srt", "notes.docx"])
+def test_a_document_upload_applies_its_stored_glossary(
+    name: str, keyed_url: str, startup: Startup, tmp_path: Path
+) -> None:
+    # GIVEN a glossary stored through DeepL's glossary API and a document that uses its term
+    client = translator(keyed_url)
+    glossary = client.create_glossary("cities", "ZH", "EN-US", {"北京": "Peking-Zq"})
+    if name.endswith(".srt"):
+        data = "1\n00:00:01,000 --> 00:00:03,000\n我明天去北京开会。\n".encode()
+    else:
+        import docx
+
+        document = docx.Document()
+        document.add_paragraph("我明天去北京开会。")
+        buffer = io.BytesIO()
+        document.save(buffer)
+        data = buffer.getvalue()
+    source, output = tmp_path / name, tmp_path / f"en-{name}"
+    source.write_bytes(data)
+    # WHEN the deepl client translates it naming the glossary THEN the English carries the glossary's term
+    client.translate_document_from_filepath(source, output, source_lang="ZH", target_lang="EN-US", glossary=glossary)
+    glossary_entries = TranslateOptions(glossary={"北京": "Peking-Zq"})
+    assert output.read_bytes() == translate_file_bytes(startup.require_service(), data, name, glossary_entries)[0]
+    assert b"Peking-Zq" in (
+        output.read_bytes() if name.endswith(".srt") else zip_parts(output.read_bytes())["word/document.xml"]
+    )
+    # a glossary the caller does not have is 404, and one without source_lang is refused, before any upload
+    with pytest.raises(deepl.DeepLException):
+        translator(keyed_url).translate_document_upload(
+            data, target_lang="EN-US", filename=name, glossary="00000000-0000-4000-8000-000000000000", source_lang="ZH"
+        )
 
 
 def test_deepl_client_translate_document_with_file_objects(local_url: str, startup: Startup, tmp_path: Path) -> None:

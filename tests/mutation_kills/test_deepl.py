@@ -71,12 +71,33 @@ def message(response: HttpResponse, status: int) -> str:
 
 def test_the_routes_it_claims() -> None:
     deepl, _ = api()
-    assert deepl.routes == {"/v2/translate": ("POST",), "/v2/languages": ("GET", "POST"), "/v2/usage": ("GET", "POST")}
+    assert deepl.routes == {
+        "/v2/translate": ("POST",),
+        "/v2/languages": ("GET", "POST"),
+        "/v2/usage": ("GET", "POST"),
+        "/v2/document": ("POST",),
+        "/v2/document/{document_id}": ("POST",),
+        "/v2/document/{document_id}/result": ("POST",),
+        "/v2/glossaries": ("GET", "POST"),
+        "/v2/glossaries/{glossary_id}": ("GET", "DELETE"),
+        "/v2/glossaries/{glossary_id}/entries": ("GET",),
+        "/v2/glossary-language-pairs": ("GET",),
+    }
     request = HttpRequest.create("GET", "/v2/x")
     assert deepl.claims("/v2/translate", request) and deepl.claims("/v2/anything", request)
     assert not deepl.claims("/translate", request) and not deepl.claims("/v1/translate", request)
-    assert message(call(deepl, "GET", "/v2/glossaries"), 404) == (
-        "/v2/glossaries is not a DeepL route this server answers; it has /v2/translate, /v2/languages, /v2/usage"
+    uid = "def3a26b-3e84-45b3-84ae-0c0aaf3525f7"
+    assert deepl.route_of(f"/v2/glossaries/{uid}") == "/v2/glossaries/{glossary_id}"
+    assert deepl.route_of(f"/v2/glossaries/{uid}/entries") == "/v2/glossaries/{glossary_id}/entries"
+    assert deepl.route_of(f"/v2/glossaries/{uid}/other") is None and deepl.route_of("/v2/nothing") is None
+    assert deepl.route_of("/v2/glossaries/abc") is None and deepl.route_of(f"/v2/glossaries/{uid.upper()}") is None
+    assert message(call(deepl, "GET", "/v2/other"), 404) == (
+        "/v2/other is not a DeepL route this server answers; it has /v2/translate, /v2/languages, "
+        "/v2/usage, /v2/glossaries, /v2/glossaries/{glossary_id}, /v2/glossaries/{glossary_id}/entries, "
+        "/v2/glossary-language-pairs"
+    )
+    assert message(call(deepl, "GET", "/v2/glossaries/abc/entries"), 404).startswith(
+        "Glossary not found: /v2/glossaries/abc/entries names no glossary; a glossary is /v2/glossaries/{glossary_id}"
     )
 
 
@@ -198,17 +219,23 @@ def test_tag_handling_maps_onto_the_format(tag_handling: str | None, format: str
         assert body(response)["translations"][0]["text"].startswith("<p>")
 
 
-def test_xml_tag_handling_and_glossaries_are_refused() -> None:
+def test_xml_tag_handling_and_bad_glossary_ids_are_refused() -> None:
     deepl, service = api()
     assert message(post_form(deepl, [("text", "你"), ("target_lang", "EN"), ("tag_handling", "XML")]), 400) == (
         "Value for 'tag_handling' not supported: xml; this server handles html"
     )
     assert message(post_form(deepl, [("text", "你"), ("target_lang", "EN"), ("glossary_id", "g-1")]), 400) == (
-        "glossary_id is not supported: this server applies its deployment's glossary (TRANSLATE_GLOSSARY_FILE) to "
-        "every request"
+        "Use of a glossary requires the source_lang parameter to be specified (ZH)"
     )
+    with_source = [("text", "你"), ("source_lang", "ZH"), ("target_lang", "EN"), ("glossary_id", "g-1")]
+    assert message(post_form(deepl, with_source), 400) == (
+        "Value for 'glossary_id' not supported: 'g-1' is not a glossary ID (a UUID such as "
+        "def3a26b-3e84-45b3-84ae-0c0aaf3525f7, as POST /v2/glossaries returns)"
+    )
+    several = [("text", "你"), ("source_lang", "ZH"), ("target_lang", "EN"), ("glossary_ids", "a,b")]
+    assert "glossary_ids (v3 multilingual glossaries) is not supported" in message(post_form(deepl, several), 400)
     assert post_form(deepl, [("text", "2026年"), ("target_lang", "EN"), ("glossary_id", "")]).status == 200
-    assert len(service.options) == 1
+    assert len(service.options) == 1 and service.options[0].glossary is None
 
 
 def test_the_other_options_are_accepted_and_ignored() -> None:

@@ -453,7 +453,7 @@ def test_cors_preflight_lists_methods_headers_and_max_age(api: HttpApi) -> None:
     response = call(api, "OPTIONS", "/translate", {"Origin": ORIGIN, "Access-Control-Request-Method": "POST"})
     assert response.status == 204
     assert response.headers["Access-Control-Allow-Origin"] == ORIGIN
-    assert response.headers["Access-Control-Allow-Methods"] == "GET, POST, OPTIONS"
+    assert response.headers["Access-Control-Allow-Methods"] == "GET, POST, DELETE, OPTIONS"
     assert response.headers["Access-Control-Allow-Headers"] == "Content-Type, Authorization, X-API-Key, X-Request-Id"
     assert response.headers["Access-Control-Max-Age"] == "600"
     assert "Access-Control-Expose-Headers" not in response.headers

@@ -16,6 +16,7 @@ from handler.api.compat.libretranslate import LANGUAGES, MAX_BODY_BYTES, LibreTr
 from handler.api.messages import HttpRequest, HttpResponse
 from handler.coldstart import Startup
 from handler.errors import DeadlineExceededError, InvalidRequestError, ModelUnavailableError, RequestTooLargeError
+from handler.storage.files import FILE_SUFFIXES
 from handler.text.script_conversion import AUTO, HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL
 from tests.fuzz.shipped import NEEDS_SHIPPED_BUNDLE, shipped_config
 from tests.mutation_kills.recording import FORM, JSON, KEY, RecordingService
@@ -114,8 +115,8 @@ def test_languages_and_settings() -> None:
         "apiKeys": False,
         "keyRequired": False,
         "suggestions": False,
-        "filesTranslation": False,
-        "supportedFilesFormat": [],
+        "filesTranslation": True,
+        "supportedFilesFormat": list(FILE_SUFFIXES),
         "language": {"source": {"code": "zh", "name": "Chinese"}, "target": {"code": "en", "name": "English"}},
     }
     keyed, _ = api(api_keys=(KEY,))
@@ -205,20 +206,27 @@ def test_another_format_is_refused() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("alternatives", "expected"),
-    [(None, None), ("", None), (0, None), ("0", None), (1, []), ("3", []), (2.0, [])],
-)
-def test_alternatives_are_answered_empty_when_asked_for(alternatives: object, expected: object) -> None:
+@pytest.mark.parametrize(("alternatives", "asked"), [(None, 0), ("", 0), (0, 0), ("0", 0), (1, 1), ("3", 3), (5.0, 5)])
+def test_alternatives_are_answered_when_asked_for(alternatives: object, asked: int) -> None:
     libre, _ = api()
-    payload = {"q": "2026年", "target": "en", **({"alternatives": alternatives} if alternatives is not None else {})}
+    payload = {
+        "q": "今天天气很好。",
+        "target": "en",
+        **({"alternatives": alternatives} if alternatives is not None else {}),
+    }
     response = translate(libre, payload)
     assert response.status == 200, response.body
     answer = body(response)
-    assert answer.get("alternatives") == expected
-    if expected is not None:
-        many = body(translate(libre, {**payload, "q": ["2026年", "3月"]}))
-        assert many["alternatives"] == [[], []]
+    if not asked:
+        assert "alternatives" not in answer
+        return
+    found = answer["alternatives"]
+    # the shipped model has several translations of this sentence: as many as asked, distinct, none the main one
+    assert len(found) == asked and len(set(found)) == asked and answer["translatedText"] not in found
+    assert all(isinstance(text, str) and text.strip() for text in found)
+    many = body(translate(libre, {**payload, "q": ["今天天气很好。", "2026"]}))
+    assert many["translatedText"][0] == answer["translatedText"] and many["alternatives"][0] == found
+    assert many["alternatives"][1] == []  # no Chinese: nothing to vary
 
 
 @pytest.mark.parametrize(
@@ -228,8 +236,9 @@ def test_alternatives_are_answered_empty_when_asked_for(alternatives: object, ex
         (0.5, "Invalid request: alternatives must be an integer; got 0.5"),
         ("two", "Invalid request: alternatives must be an integer; got 'two'"),
         ([1], "Invalid request: alternatives must be an integer; got [1]"),
-        (4, "Invalid request: alternatives must be between 0 and 3"),
-        (-1, "Invalid request: alternatives must be between 0 and 3"),
+        (6, "Invalid request: alternatives must be between 0 and 5"),
+        (10_000, "Invalid request: alternatives must be between 0 and 5"),
+        (-1, "Invalid request: alternatives must be between 0 and 5"),
     ],
 )
 def test_a_wrong_alternatives_count_is_refused(alternatives: object, problem: str) -> None:
@@ -366,4 +375,6 @@ def test_its_routes() -> None:
         "/detect": ("POST",),
         "/languages": ("GET", "POST"),
         "/frontend/settings": ("GET",),
+        "/translate_file": ("POST",),
+        "/download_file/{filename}": ("GET",),
     }

@@ -3,8 +3,9 @@
 * ``handler.api.compat.libretranslate``: LibreTranslate's ``POST /translate`` (told from ours by its ``q`` field or
   a form body), ``POST /detect``, ``GET /languages``, ``GET /frontend/settings``, ``POST /translate_file`` and
   ``GET /download_file/<name>``;
-* ``handler.api.compat.deepl``: DeepL's ``POST /v2/translate``, ``GET /v2/languages``, ``GET /v2/usage`` and the
-  document API ``POST /v2/document``, ``/v2/document/{id}``, ``/v2/document/{id}/result``.
+* ``handler.api.compat.deepl``: DeepL's ``POST /v2/translate``, ``GET /v2/languages``, ``GET /v2/usage``, the
+  document API ``POST /v2/document``, ``/v2/document/{id}``, ``/v2/document/{id}/result`` and the glossary routes
+  (``/v2/glossaries``, ``/v2/glossary-language-pairs``; stored by ``handler.storage.glossaries``).
 
 The documents and the translated files live where the adapter says (``handler.storage.documents.documents_for``):
 a local folder, or the deployment's buckets.
@@ -22,6 +23,7 @@ from handler.api.compat.libretranslate import LibreTranslateApi
 from handler.api.messages import HttpRequest, HttpResponse
 from handler.coldstart import Startup
 from handler.storage.documents import DocumentJobs
+from handler.storage.glossaries import GlossaryStore
 
 MAX_BODY_BYTES = max(deepl.MAX_BODY_BYTES, libretranslate.MAX_BODY_BYTES)  # the largest body either reads
 
@@ -29,19 +31,28 @@ MAX_BODY_BYTES = max(deepl.MAX_BODY_BYTES, libretranslate.MAX_BODY_BYTES)  # the
 class CompatApis:
     """The drop-in APIs of one cold start."""
 
-    def __init__(self, startup: Startup, documents: DocumentJobs) -> None:
+    def __init__(self, startup: Startup, documents: DocumentJobs, glossaries: GlossaryStore | None = None) -> None:
         self.libretranslate = LibreTranslateApi(startup, documents.state)
-        self.deepl = DeepLApi(startup, documents)
+        self.deepl = DeepLApi(startup, documents, glossaries)
 
     def routes(self) -> tuple[str, ...]:
         """Every path the drop-in APIs answer."""
         return (*self.deepl.routes, *self.libretranslate.routes)
 
+    def route_of(self, path: str) -> str | None:
+        """The route (a template such as ``/v2/glossaries/{glossary_id}``) ``path`` belongs to; None: none of theirs."""
+        for api in (self.deepl, self.libretranslate):
+            route = api.route_of(path)
+            if route is not None:
+                return route
+        return None
+
     def handle(self, path: str, request: HttpRequest) -> HttpResponse | None:
         """The response when ``path`` (normalised, no query) belongs to a drop-in API; None otherwise."""
         for api in (self.deepl, self.libretranslate):
-            if request.method == "OPTIONS" and path in api.routes and path != "/translate":
-                return HttpResponse(204, {"Allow": ", ".join((*api.routes[path], "OPTIONS"))}, b"")
+            route = api.route_of(path)
+            if request.method == "OPTIONS" and route is not None and route != "/translate":
+                return HttpResponse(204, {"Allow": ", ".join((*api.routes[route], "OPTIONS"))}, b"")
             if api.claims(path, request):
                 return api.handle(path, request)
         return None

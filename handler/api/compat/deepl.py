@@ -11,7 +11,8 @@ client sends them, a form body):
 ``GET /v2/usage``       characters translated through this API by this instance since its cold start, and a limit
                         that is never reached (the function has no quota)
 ``POST /v2/document``   multipart ``file`` (``filename`` optional), ``target_lang``, ``source_lang``, ``formality``,
-                        ``output_format`` (only the input's own), ``glossary_id`` (refused: ``document_glossary``)
+                        ``output_format`` (only the input's own), ``glossary_id`` (with ``source_lang``, as on
+                        ``/v2/translate``)
                         → ``{"document_id", "document_key"}``; the translation runs in the background
                         (``handler.storage.documents``: a local worker, or the deployment's upload events)
 ``POST /v2/document/{document_id}``  ``document_key`` → ``{"document_id", "status"}`` with ``seconds_remaining``
@@ -23,13 +24,27 @@ client sends them, a form body):
 ``prefer_less`` are accepted and change nothing, while ``more`` and ``less`` are refused (400) as DeepL refuses them
 for a target language without formality (``supports_formality`` is false in ``/v2/languages``).
 
+``POST /v2/glossaries`` ``name``, ``source_lang`` (zh), ``target_lang`` (en), ``entries``, ``entries_format`` (tsv,
+                        the default, or csv) → 201 and the glossary's description (``glossary_id``, ``name``,
+                        ``ready``, ``source_lang``, ``target_lang``, ``creation_time``, ``entry_count``)
+``GET /v2/glossaries``  ``{"glossaries": [...]}``: the caller's glossaries
+``GET /v2/glossaries/{glossary_id}``          one description; ``DELETE`` deletes it (204)
+``GET /v2/glossaries/{glossary_id}/entries``  the entries as ``text/tab-separated-values`` (415 when ``Accept``
+                        allows no such type)
+``GET /v2/glossary-language-pairs``           ``{"supported_languages": [{"source_lang": "zh", "target_lang": "en"}]}``
+
+Glossaries are stored in the deployment's state and belong to the API key that created them
+(``handler.storage.glossaries``: entry rules, limits, storage). ``glossary_id`` on ``/v2/translate`` (with
+``source_lang``, as DeepL requires) applies the stored glossary merged over the deployment's
+(``TRANSLATE_GLOSSARY_FILE``): for a term in both, the stored glossary wins. An unknown ID is 404.
+
 Authentication is DeepL's ``Authorization: DeepL-Auth-Key KEY`` header (or the legacy ``auth_key`` parameter, or
 this server's ``X-API-Key`` / ``Authorization: Bearer``; precedence in ``handler.api.keys``); with keys configured
 (``TRANSLATE_API_KEYS``, ``TRANSLATE_API_KEYS_FILE``) the key must be one of them, otherwise any key passes.
 Errors are DeepL's ``{"message": "..."}`` with 400 (bad request, unsupported language or file type), 403
-(authorization, a wrong ``document_key``), 404 (unknown or downloaded document), 405, 413 (request or file too
-large), 429 (too many documents queued), 500 and 503 (the model is unavailable or out of time, a document not
-ready; DeepL's clients retry 5xx and 429).
+(authorization, a wrong ``document_key``), 404 (no such route, unknown or downloaded document, unknown glossary),
+405, 413 (request or file too large), 415, 429 (too many documents queued), 500 and 503 (the model is unavailable or
+out of time, a document not ready; DeepL's clients retry 5xx and 429).
 """
 
 from __future__ import annotations
@@ -51,12 +66,15 @@ from handler.api.compat.fields import (
     key_is_valid,
     read_fields,
 )
-from handler.api.keys import ApiKeys
+from handler.api.keys import ApiKeys, presented_key
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import TranslatorError
 from handler.service import TranslateOptions
-from handler.storage.documents import DocumentJobs, DocumentStatus, DocumentUpload
+from handler.storage.documents import DocumentJobs, DocumentStatus, DocumentUpload, documents_for
+from handler.storage.glossaries import SOURCE_LANG, TARGET_LANG, GlossaryStore
+from handler.storage.state import local_state
+from handler.text.glossary import Glossary
 from handler.text.script_conversion import AUTO, SIMPLIFIED, TRADITIONAL
 
 logger = logging.getLogger(__name__)
@@ -71,6 +89,8 @@ _TARGETS = ("EN", "EN-US", "EN-GB")
 CHARACTER_LIMIT = 1_000_000_000_000  # what DeepL reports for accounts without a limit
 MAX_BODY_BYTES = 10 * 1024 * 1024
 
+GLOSSARY = "/v2/glossaries/{glossary_id}"
+GLOSSARY_ENTRIES = "/v2/glossaries/{glossary_id}/entries"
 ROUTES: dict[str, tuple[str, ...]] = {
     "/v2/translate": ("POST",),
     "/v2/languages": ("GET", "POST"),
@@ -79,9 +99,18 @@ ROUTES: dict[str, tuple[str, ...]] = {
     # {document_id}: any id (DOCUMENT_ROUTE); listed so that the route table names every route
     "/v2/document/{document_id}": ("POST",),
     "/v2/document/{document_id}/result": ("POST",),
+    "/v2/glossaries": ("GET", "POST"),
+    GLOSSARY: ("GET", "DELETE"),
+    GLOSSARY_ENTRIES: ("GET",),
+    "/v2/glossary-language-pairs": ("GET",),
 }
 DOCUMENT_ROUTE = re.compile(r"/v2/document/(?P<id>[^/]+)(?P<result>/result)?")
 FORMALITIES_IGNORED = ("", "default", "prefer_more", "prefer_less")  # English: nothing to change
+# a glossary ID is a UUID (handler.storage.glossaries): any other segment there is no route
+_GLOSSARY_PATH = re.compile(
+    r"^/v2/glossaries/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(/entries)?$"
+)
+TSV_TYPE = "text/tab-separated-values"
 
 
 _STATUS_BY_CODE = {
@@ -95,40 +124,85 @@ _STATUS_BY_CODE = {
     "document_key_invalid": 403,
     "document_not_ready": 503,
     "document_queue_full": 429,
+    "glossary_not_found": 404,
 }
 
 
+def route_of(path: str) -> tuple[str | None, str | None]:
+    """The route ``path`` belongs to (a key of ``ROUTES``, or None) and the glossary ID it names, if any."""
+    if path in ROUTES:
+        return path, None
+    found = _GLOSSARY_PATH.match(path)
+    if found is None:
+        return None, None
+    return (GLOSSARY_ENTRIES if found.group(2) else GLOSSARY), found.group(1)
+
+
+def _accepts_tsv(accept: str) -> bool:
+    """Whether an ``Accept`` header (absent: anything) allows ``text/tab-separated-values``."""
+    if not accept.strip():
+        return True
+    for item in accept.split(","):
+        media, _, parameters = item.strip().partition(";")
+        quality = re.search(r"(?:^|;)\s*q\s*=\s*([0-9.]*)", parameters)
+        if quality is not None and re.fullmatch(r"0(\.0*)?", quality.group(1)):  # q=0: "not acceptable"
+            continue
+        if media.strip().lower() in (TSV_TYPE, "text/*", "*/*"):
+            return True
+    return False
+
+
 class DeepLApi:
-    def __init__(self, startup: Startup, documents: DocumentJobs) -> None:
+    def __init__(
+        self, startup: Startup, documents: DocumentJobs | None = None, glossaries: GlossaryStore | None = None
+    ) -> None:
+        """``documents``: where uploaded documents live and are translated (``handler.storage.documents``);
+        ``glossaries``: the deployment's stored glossaries; default for both: the local folder (TRANSLATE_STATE_DIR)."""
         self.startup = startup
-        self.documents = documents
+        self.documents = documents or documents_for(startup.config, startup.require_service)
         self.keys = ApiKeys.of(startup.config.api_keys)
         self.routes = ROUTES
+        config = startup.config
+        self.glossaries = glossaries or GlossaryStore(lambda: local_state(config), keys_required=self.keys.required)
         self._characters = 0
         self._lock = threading.Lock()
 
     def claims(self, path: str, request: HttpRequest) -> bool:
         return path in ROUTES or path.startswith("/v2/")
 
+    def route_of(self, path: str) -> str | None:
+        return route_of(path)[0]
+
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
         try:
             document = DOCUMENT_ROUTE.fullmatch(path)
-            allowed = ("POST",) if document else ROUTES.get(path)
+            route, glossary_id = ("/v2/document/{document_id}", None) if document else route_of(path)
+            allowed = ROUTES.get(route) if route is not None else None
             if document is not None and request.method == "OPTIONS":  # a CORS preflight, for any document id
                 return HttpResponse(204, {"Allow": "POST, OPTIONS"}, b"")
-            if allowed is None:
+            if route is None or allowed is None:
+                if path.startswith("/v2/glossaries/"):
+                    raise ApiStatus(
+                        404,
+                        f"Glossary not found: {path} names no glossary; a glossary is /v2/glossaries/{{glossary_id}} "
+                        f"(or its /entries) with the ID POST /v2/glossaries returned, a UUID such as "
+                        f"def3a26b-3e84-45b3-84ae-0c0aaf3525f7",
+                    )
                 raise ApiStatus(404, f"{path} is not a DeepL route this server answers; it has {', '.join(ROUTES)}")
             if request.method not in allowed and not (request.method == "HEAD" and "GET" in allowed):
                 return json_response(
-                    405, {"message": f"{path} answers {' and '.join(allowed)}"}, {"Allow": ", ".join(allowed)}
+                    405, {"message": f"{route} answers {' and '.join(allowed)}"}, {"Allow": ", ".join(allowed)}
                 )
             files: dict[str, UploadedFile] = {}
             fields = read_fields(request, MAX_BODY_BYTES, files if path == "/v2/document" else None)
             self._check_key(request, fields)
+            key = presented_key(request.headers, fields.text("auth_key"))
             if path == "/v2/document":
-                return json_response(200, self._upload(fields, files))
+                return json_response(200, self._upload(fields, files, key))
             if document is not None:
                 return self._document(document["id"], fields, bool(document["result"]))
+            if route.startswith("/v2/glossar"):
+                return self._glossary_route(route, glossary_id, request, fields, key)
             if path == "/v2/languages":
                 kind = (fields.text("type") or "source").lower()
                 if kind not in ("source", "target"):
@@ -136,7 +210,7 @@ class DeepLApi:
                 return json_response(200, SOURCE_LANGUAGES if kind == "source" else TARGET_LANGUAGES)
             if path == "/v2/usage":
                 return json_response(200, {"character_count": self._characters, "character_limit": CHARACTER_LIMIT})
-            return json_response(200, self._translate(fields))
+            return json_response(200, self._translate(fields, key))
         except ApiStatus as error:
             return json_response(error.status, {"message": str(error)})
         except TranslatorError as error:
@@ -158,7 +232,7 @@ class DeepLApi:
             )
 
     # --- documents ----------------------------------------------------------------------------------------------
-    def _upload(self, fields: RequestFields, files: dict[str, UploadedFile]) -> dict[str, Any]:
+    def _upload(self, fields: RequestFields, files: dict[str, UploadedFile], key: str | None) -> dict[str, Any]:
         uploaded = files.get("file")
         if uploaded is None:
             raise ApiStatus(
@@ -183,9 +257,9 @@ class DeepLApi:
                 f"format ({suffix or 'none'}); leave output_format out",
             )
         options: dict[str, Any] = {"source": _SOURCE_VARIANTS.get(source, AUTO)}
-        glossary = document_glossary(fields)
+        glossary = self._document_glossary(fields, source, key)
         if glossary:
-            options["glossary"] = glossary
+            options["glossary"] = glossary.as_dict()
         self.startup.require_service()
         handle = self.documents.create(DocumentUpload(name, uploaded.data, options, target, formality or None))
         return {"document_id": handle.document_id, "document_key": handle.document_key}
@@ -205,21 +279,75 @@ class DeepLApi:
         }
         return HttpResponse(200, headers, translated.data)
 
-    def _translate(self, fields: RequestFields) -> dict[str, Any]:
+    def _document_glossary(self, fields: RequestFields, source: str, key: str | None) -> Glossary | None:
+        """The stored glossary a document upload names with ``glossary_id`` (None without one); it travels in the
+        document's options, so the worker or the upload event applies it merged over the deployment's glossary."""
+        if fields.get("glossary_ids"):
+            raise ApiStatus(
+                400,
+                "glossary_ids (v3 multilingual glossaries) is not supported: give one glossary_id of a glossary "
+                "created with POST /v2/glossaries",
+            )
+        glossary_id = fields.text("glossary_id")
+        if not glossary_id:
+            return None
+        if not source:
+            raise ApiStatus(400, "Use of a glossary requires the source_lang parameter to be specified (ZH)")
+        return self.glossaries.glossary_for(glossary_id.strip(), key)
+
+    def _glossary_route(
+        self, route: str, glossary_id: str | None, request: HttpRequest, fields: RequestFields, key: str | None
+    ) -> HttpResponse:
+        if route == "/v2/glossary-language-pairs":
+            pairs = [{"source_lang": SOURCE_LANG, "target_lang": TARGET_LANG}]
+            return json_response(200, {"supported_languages": pairs})
+        if route == "/v2/glossaries":
+            if request.method == "POST":
+                info = self.glossaries.create(
+                    name=fields.get("name"),
+                    source_lang=fields.text("source_lang"),
+                    target_lang=fields.text("target_lang"),
+                    entries=fields.get("entries"),
+                    entries_format=fields.text("entries_format") or "tsv",
+                    key=key,
+                )
+                return json_response(201, info.as_json())
+            return json_response(200, {"glossaries": [info.as_json() for info in self.glossaries.list_glossaries(key)]})
+        assert glossary_id is not None  # the two routes with an ID
+        if route == GLOSSARY_ENTRIES:
+            if not _accepts_tsv(request.headers.get("accept", "")):
+                raise ApiStatus(415, f"No supported media type specified in Accept header: the entries are {TSV_TYPE}")
+            stored = self.glossaries.get(glossary_id, key)
+            headers = {"Content-Type": f"{TSV_TYPE}; charset=utf-8", "Cache-Control": "no-store"}
+            return HttpResponse(200, headers, stored.entries_tsv().encode("utf-8"))
+        if request.method == "DELETE":
+            self.glossaries.delete(glossary_id, key)
+            return HttpResponse(204, {"Cache-Control": "no-store"}, b"")
+        return json_response(200, self.glossaries.get(glossary_id, key).info.as_json())
+
+    def _translate(self, fields: RequestFields, key: str | None) -> dict[str, Any]:
         texts = _texts(fields)
         _target(fields)
         source = _source(fields)
         tag_handling = (fields.text("tag_handling") or "").strip().lower()
         if tag_handling not in ("", "html"):
             raise ApiStatus(400, f"Value for 'tag_handling' not supported: {tag_handling}; this server handles html")
-        if fields.get("glossary_id"):
+        if fields.get("glossary_ids"):
             raise ApiStatus(
                 400,
-                "glossary_id is not supported: this server applies its deployment's glossary (TRANSLATE_GLOSSARY_FILE) "
-                "to every request",
+                "glossary_ids (v3 multilingual glossaries) is not supported: give one glossary_id of a glossary "
+                "created with POST /v2/glossaries",
             )
+        glossary = None
+        glossary_id = fields.text("glossary_id")
+        if glossary_id:
+            if not source:
+                raise ApiStatus(400, "Use of a glossary requires the source_lang parameter to be specified (ZH)")
+            glossary = self.glossaries.glossary_for(glossary_id.strip(), key)
         service = self.startup.require_service()
-        options = TranslateOptions(format="html" if tag_handling else "text", source=_SOURCE_VARIANTS.get(source, AUTO))
+        options = TranslateOptions(
+            format="html" if tag_handling else "text", source=_SOURCE_VARIANTS.get(source, AUTO), glossary=glossary
+        )
         translations = service.translate_many(texts, options)
         billed = [len(text) for text in texts]
         with self._lock:
@@ -254,19 +382,6 @@ def _source(fields: RequestFields) -> str:
             f"ZH-HANS or ZH-HANT) to English",
         )
     return source
-
-
-def document_glossary(fields: RequestFields) -> dict[str, str] | None:
-    """The glossary (term -> English) a document upload names with ``glossary_id`` / ``glossary_ids``; None
-    without one. Stored glossaries are not served yet, so naming one is refused, as on /v2/translate. (The one
-    place to replace when DeepL's glossary API lands: return the stored glossary's entries here.)"""
-    if fields.get("glossary_id") or fields.get("glossary_ids"):
-        raise ApiStatus(
-            400,
-            "glossary_id is not supported: this server applies its deployment's glossary (TRANSLATE_GLOSSARY_FILE) "
-            "to every document",
-        )
-    return None
 
 
 def _status_json(status: DocumentStatus) -> dict[str, Any]:

@@ -6,7 +6,9 @@ query string):
 ``POST /translate``         ``q`` (a string or a list), ``source`` ("zh", "zt", "zh-Hans", "zh-Hant", "auto", ...),
                             ``target`` ("en"), ``format`` ("text" or "html"), ``api_key``, ``alternatives``
                             → ``{"translatedText": ...}`` (a list for a list), with ``detectedLanguage`` when the
-                            source was "auto" and ``alternatives`` (always empty here) when asked for.
+                            source was "auto" and, when ``alternatives`` is 1 to 5 (``MAX_ALTERNATIVES``; more is
+                            refused with 400), ``alternatives``: up to that many other distinct translations of each
+                            text, from the beam search (``TranslationService.translate_alternatives`` says which).
                             Told apart from this server's own ``POST /translate`` by its ``q`` field or a form body.
 ``POST /detect``            ``q`` → ``[{"language": "zh", "confidence": 97.0}]`` ("zt" for Traditional Chinese)
 ``GET|POST /languages``     the pairs this server translates: zh → en and zt → en
@@ -49,10 +51,10 @@ from handler.api.messages import read_json
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import InvalidRequestError, TranslatorError
-from handler.service import TranslateOptions
+from handler.service import MAX_ALTERNATIVES, TranslateOptions
 from handler.storage.documents import content_type_for, suffix_of
 from handler.storage.files import FILE_SUFFIXES, translate_file_bytes
-from handler.storage.state import StateLocation
+from handler.storage.state import StateLocation, local_state
 from handler.storage.translated_files import TranslatedFiles, valid_download_name
 from handler.text.script_conversion import HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL, canonical_variant
 
@@ -89,11 +91,16 @@ def _status_for(error: TranslatorError) -> int:
 
 
 class LibreTranslateApi:
-    def __init__(self, startup: Startup, state: Callable[[], StateLocation]) -> None:
+    def __init__(self, startup: Startup, state: Callable[[], StateLocation] | None = None) -> None:
+        """``state``: where translated files are kept (``handler.storage.state``); default: the local folder."""
         self.startup = startup
-        self.files = TranslatedFiles(state)
+        config = startup.config
+        self.files = TranslatedFiles(state or (lambda: local_state(config)))
         self.keys = ApiKeys.of(startup.config.api_keys)
         self.routes = ROUTES
+
+    def route_of(self, path: str) -> str | None:
+        return path if path in ROUTES else None
 
     def claims(self, path: str, request: HttpRequest) -> bool:
         """LibreTranslate's routes; ``POST /translate`` only with a ``q`` field or a non-JSON body."""
@@ -237,17 +244,23 @@ class LibreTranslateApi:
         text_format = _FORMATS.get((fields.text("format") or "text").lower())
         if text_format is None:
             raise ApiStatus(400, f"format {fields.text('format')!r} is not supported; use text or html")
+        alternatives = _alternatives(fields)
         service = self.startup.require_service()
         options = TranslateOptions(format=text_format, source=variant)
-        translations = service.translate_many(texts, options)
+        if alternatives:
+            found = service.translate_alternatives(texts, options, alternatives)
+            translations = [item.text for item in found]
+        else:
+            translations = service.translate_many(texts, options)
         result: dict[str, Any] = {"translatedText": translations if is_list else translations[0]}
         if variant == "auto":
             detected = [
                 {"language": _CODE_BY_VARIANT[service.scripts.resolve(text)], "confidence": 100.0} for text in texts
             ]
             result["detectedLanguage"] = detected if is_list else detected[0]
-        if _alternatives(fields):
-            result["alternatives"] = [[] for _ in texts] if is_list else []
+        if alternatives:
+            others = [list(item.alternatives) for item in found]
+            result["alternatives"] = others if is_list else others[0]
         return result
 
 
@@ -304,6 +317,6 @@ def _alternatives(fields: RequestFields) -> int:
         count = int(raw)
     except (TypeError, ValueError):
         raise ApiStatus(400, f"Invalid request: alternatives must be an integer; got {raw!r}") from None
-    if not 0 <= count <= 3:
-        raise ApiStatus(400, "Invalid request: alternatives must be between 0 and 3")
+    if not 0 <= count <= MAX_ALTERNATIVES:  # refused, not clamped: a client asking for more learns the limit
+        raise ApiStatus(400, f"Invalid request: alternatives must be between 0 and {MAX_ALTERNATIVES}")
     return count

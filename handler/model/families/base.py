@@ -118,6 +118,18 @@ class Decoding(Protocol):
         their summed log-probability and whether the repetition guard changed the choice."""
         ...
 
+    def search_n_best(
+        self,
+        model: StepModel,
+        input_ids: np.ndarray,
+        attention_mask: np.ndarray,
+        request: SearchRequest,
+        n_best: int,
+    ) -> list[list[Hypothesis]]:
+        """The same search, keeping up to ``n_best`` of each row's final hypotheses, best first (the first is what
+        ``search`` returns): the alternatives LibreTranslate's ``alternatives`` asks for."""
+        ...
+
 
 class ModelFamily(Protocol):
     """One model family: how to read, feed and decode its bundles."""

@@ -40,7 +40,7 @@ from handler.model import bundle
 from handler.model.bundle import Manifest, ModelSpec
 from handler.model.decoding import DEFAULT_GUARD, Hypothesis, RepetitionGuard, StepModel
 from handler.model.families.base import GraphContract, SearchRequest, Tokenizer, cross_attention_names
-from handler.model.families.csanmt.beam_search import EOS_ID, csanmt_beam_search
+from handler.model.families.csanmt.beam_search import EOS_ID, CsanmtSearchResult, csanmt_beam_search
 
 NAME = bundle.FAMILY_CSANMT
 LENGTH_PENALTY_GNMT = "gnmt"
@@ -126,13 +126,29 @@ class CsanmtDecoding:
     def search(
         self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest
     ) -> list[Hypothesis]:
+        return self._search(model, input_ids, attention_mask, request).best_hypotheses()
+
+    def search_n_best(
+        self,
+        model: StepModel,
+        input_ids: np.ndarray,
+        attention_mask: np.ndarray,
+        request: SearchRequest,
+        n_best: int,
+    ) -> list[list[Hypothesis]]:
+        """The same search, keeping each row's ``n_best`` best final beams (best first; the first is ``search``'s)."""
+        return self._search(model, input_ids, attention_mask, request).n_best_hypotheses(n_best)
+
+    def _search(
+        self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest
+    ) -> CsanmtSearchResult:
         alpha = self.settings.alpha if request.length_penalty is None else request.length_penalty
         guard: RepetitionGuard | None
         if isinstance(request.repetition_guard, RepetitionGuard):
             guard = request.repetition_guard
         else:
             guard = DEFAULT_GUARD if request.repetition_guard else None
-        result = csanmt_beam_search(
+        return csanmt_beam_search(
             model,
             input_ids,
             attention_mask,
@@ -142,7 +158,6 @@ class CsanmtDecoding:
             repetition_guard=guard,
             min_length=request.min_new_tokens,
         )
-        return result.best_hypotheses()
 
 
 class CsanmtFamily:

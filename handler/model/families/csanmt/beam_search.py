@@ -74,6 +74,17 @@ class CsanmtSearchResult:
     def best(self) -> list[list[int]]:
         return [beams[0] for beams in self.beams]
 
+    def n_best_hypotheses(self, n_best: int) -> list[list[Hypothesis]]:
+        """Per row, ``best_hypotheses``'s and the next final beams, up to ``n_best`` in all, best first; the others
+        carry their ids only (this search keeps beam 0's log-probability sum alone), excluded beams left out."""
+        rows = []
+        for best, beams, scores in zip(self.best_hypotheses(), self.beams, self.scores, strict=True):
+            others = [
+                Hypothesis(ids) for ids, score in zip(beams[1:n_best], scores[1:n_best], strict=False) if score > LOWEST
+            ]
+            rows.append([best, *others])
+        return rows
+
     def best_hypotheses(self) -> list[Hypothesis]:
         return [
             Hypothesis(beams[0], sums, scored, fired)

@@ -16,7 +16,7 @@ import numpy as np
 from handler.errors import BundleError
 from handler.model import bundle
 from handler.model.bundle import Manifest, ModelSpec
-from handler.model.decoding import Hypothesis, StepModel, beam_hypotheses, greedy_hypotheses
+from handler.model.decoding import Hypothesis, StepModel, beam_hypotheses, beam_n_best, greedy_hypotheses
 from handler.model.families.base import GraphContract, SearchRequest, cross_attention_names
 from handler.model.families.marian.tokenizer import SentencePieceTokenizer
 
@@ -50,6 +50,29 @@ class MarianDecoding:
             attention_mask,
             request.max_new_tokens,
             beam_size=request.beam_size,
+            length_penalty=length_penalty,
+            repetition_guard=request.repetition_guard,
+            min_new_tokens=request.min_new_tokens,
+        )
+
+    def search_n_best(
+        self,
+        model: StepModel,
+        input_ids: np.ndarray,
+        attention_mask: np.ndarray,
+        request: SearchRequest,
+        n_best: int,
+    ) -> list[list[Hypothesis]]:
+        """The same search, keeping each row's ``n_best`` best finished hypotheses (best first; the first is
+        ``search``'s)."""
+        length_penalty = DEFAULT_LENGTH_PENALTY if request.length_penalty is None else request.length_penalty
+        return beam_n_best(
+            model,
+            input_ids,
+            attention_mask,
+            request.max_new_tokens,
+            beam_size=request.beam_size,
+            n_best=n_best,
             length_penalty=length_penalty,
             repetition_guard=request.repetition_guard,
             min_new_tokens=request.min_new_tokens,
