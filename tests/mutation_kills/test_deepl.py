@@ -93,8 +93,8 @@ def test_the_routes_it_claims() -> None:
     assert deepl.route_of("/v2/glossaries/abc") is None and deepl.route_of(f"/v2/glossaries/{uid.upper()}") is None
     assert message(call(deepl, "GET", "/v2/other"), 404) == (
         "/v2/other is not a DeepL route this server answers; it has /v2/translate, /v2/languages, "
-        "/v2/usage, /v2/glossaries, /v2/glossaries/{glossary_id}, /v2/glossaries/{glossary_id}/entries, "
-        "/v2/glossary-language-pairs"
+        "/v2/usage, /v2/document, /v2/document/{document_id}, /v2/document/{document_id}/result, /v2/glossaries, "
+        "/v2/glossaries/{glossary_id}, /v2/glossaries/{glossary_id}/entries, /v2/glossary-language-pairs"
     )
     assert message(call(deepl, "GET", "/v2/glossaries/abc/entries"), 404).startswith(
         "Glossary not found: /v2/glossaries/abc/entries names no glossary; a glossary is /v2/glossaries/{glossary_id}"
