@@ -45,6 +45,16 @@ engine() {  # the container engine to use, or the reason there is none
 build() {
     local target="$1" tool command=() started
     case "$target" in lambda|cloudrun) ;; *) die "unknown target '$target'; use lambda (AWS Lambda) or cloudrun (Cloud Run / Cloud Functions)" ;; esac
+    # what to bake is checked first: a wrong BUNDLE or MODEL is the user's first thing to fix, engine or not
+    local model_args=()
+    if [[ -n "${MODEL:-}" && -n "${BUNDLE:-}" ]]; then
+        die "give either BUNDLE (a finished bundle to bake) or MODEL (a checkpoint the image build exports), not both"
+    fi
+    if [[ -n "${BUNDLE:-}" ]]; then
+        model_args=(--build-arg "BUNDLE=$(bundle_path "$BUNDLE")") || exit 2
+    elif [[ -n "${MODEL:-}" ]]; then
+        model_args=(--build-arg "MODEL=$(model_argument "$MODEL")") || exit 2
+    fi
     tool="$(engine)"
     local image="${IMAGE:-zh-en-translate}:$target"
     case "$tool" in
@@ -54,14 +64,7 @@ build() {
     esac
     command+=(--target "$target" --tag "$image")
     [[ -z "${BASE_IMAGE:-}" ]] || command+=(--build-arg "PYTHON_IMAGE=$BASE_IMAGE")
-    if [[ -n "${MODEL:-}" && -n "${BUNDLE:-}" ]]; then
-        die "give either BUNDLE (a finished bundle to bake) or MODEL (a checkpoint the image build exports), not both"
-    fi
-    if [[ -n "${BUNDLE:-}" ]]; then
-        command+=(--build-arg "BUNDLE=$(bundle_path "$BUNDLE")") || exit 2
-    elif [[ -n "${MODEL:-}" ]]; then
-        command+=(--build-arg "MODEL=$(model_argument "$MODEL")") || exit 2
-    fi
+    command+=("${model_args[@]}")
     command+=("$REPO_ROOT")
     if [[ "${PRINT:-0}" == 1 ]]; then printf '%q ' "${command[@]}"; echo; return; fi
     started=$SECONDS

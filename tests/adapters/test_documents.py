@@ -276,7 +276,7 @@ def test_options_deepl_refuses_for_english_are_refused_and_the_rest_ignored(loca
     assert client.translate_document_wait_until_done(handle).done
     with pytest.raises(deepl.DeepLException) as glossary:
         client.translate_document_upload(b"x", source_lang="ZH", target_lang="EN-US", filename="a.txt", glossary="g1")
-    assert glossary.value.http_status_code == 400 and "glossary_id is not supported" in str(glossary.value)
+    assert glossary.value.http_status_code == 400 and "'g1' is not a glossary ID" in str(glossary.value)
     with pytest.raises(deepl.DeepLException) as output_format:
         client.translate_document_upload(b"x", target_lang="EN-US", filename="a.txt", output_format="docx")
     assert output_format.value.http_status_code == 400 and "output_format" in str(output_format.value)

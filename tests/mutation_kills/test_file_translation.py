@@ -218,6 +218,7 @@ def test_an_object_is_translated_into_its_output_with_metadata(service) -> None:
         "status": "translated",
         "output": str(output),
         "encoding": "UTF-8 with BOM",
+        "characters": str(len(text)),
     }
 
 

@@ -269,7 +269,10 @@ def test_each_cloud_run_service_runs_its_own_entry_point(tmp_path: Path) -> None
         "files": "translate_storage_event",
         "parts": "translate_part_event",
     }
-    assert settings["parts"]["TRANSLATE_OUTPUT_BUCKET"] == "out-b" and "TRANSLATE_OUTPUT_BUCKET" not in settings["http"]
+    # every service writes to the output bucket: the parts their translations, the HTTP service the document API's
+    # records (its uploads go to the input bucket, where the files service translates them)
+    assert {s: v["TRANSLATE_OUTPUT_BUCKET"] for s, v in settings.items()} == dict.fromkeys(settings, "out-b")
+    assert settings["http"]["TRANSLATE_DOCUMENT_BUCKET"] == settings["files"]["TRANSLATE_DOCUMENT_BUCKET"]
     for values in settings.values():  # the runtime accepts every setting it is given
         RuntimeConfig.from_env({k: str(v) for k, v in values.items()})
 
