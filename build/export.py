@@ -6,8 +6,9 @@
 
 The family (``build.families``: a Marian folder or hub id, a ModelScope CSANMT folder) is recognised from the
 folder unless given. The pipeline cannot skip a step: load -> export FP32 graphs -> compare with the source
-model -> quantize INT8 -> compare with FP32 -> copy the tokenizer files -> write ``manifest.json`` -> move the finished
-folder into place (written beside ``out_dir`` and renamed, so a failed build leaves nothing half-written).
+model -> quantize INT8 -> optimize the INT8 graphs (``build.optimize``) -> compare with FP32 -> copy the tokenizer
+files -> write ``manifest.json`` -> move the finished folder into place (written beside ``out_dir`` and renamed, so
+a failed build leaves nothing half-written).
 The FP32 graphs are built in a temporary folder and never enter the bundle.
 """
 
@@ -31,6 +32,7 @@ from build import families, verify
 from build.errors import ExportError
 from build.families import Checkpoint
 from build.families.marian import TRAINING_RECORD, LoadedCheckpoint, load_checkpoint, resolve_folder, spec_from
+from build.optimize import optimize_bundle_graphs
 from build.quantize import DEFAULT_QUANTIZATION, QuantizationSettings, quantize_pair
 from handler.model import bundle
 from handler.model.bundle import Manifest
@@ -153,6 +155,8 @@ def export_bundle(
             checkpoint.release_reference()
             _say(progress, f"quantizing ({quantization.to_dict()})")
             int8 = quantize_pair(fp32, staging, quantization)
+            _say(progress, "optimizing the INT8 graphs (ONNX Runtime, extended level, saved in the bundle)")
+            graph_optimization = optimize_bundle_graphs(staging, spec)
             _say(progress, "comparing INT8 graphs with FP32 graphs")
             int8_figures = checkpoint.compare_int8(fp32, int8, sentences, fp32_greedy)
             _say(progress, f"  {int8_figures.to_dict()}")
@@ -185,6 +189,7 @@ def export_bundle(
             },
             training=training,
             tools=tool_versions(),
+            graph_optimization=graph_optimization,
             **own,
             **extra,
         )
@@ -254,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except verify.VerificationError as error:
         print(f"error: {error}", file=sys.stderr)
-        print(f"{THRESHOLD_HINT} (make model: VERIFY_ARGS=\"...\")", file=sys.stderr)
+        print(f'{THRESHOLD_HINT} (make model: VERIFY_ARGS="...")', file=sys.stderr)
         return 1
     except ExportError as error:
         print(f"error: {error}", file=sys.stderr)

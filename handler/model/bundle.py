@@ -55,6 +55,10 @@ SHARED_EMBEDDING_INITIALIZER = "shared_embedding_int8"
 CSANMT_BPE_CODES = "bpe.zh"
 CSANMT_SOURCE_VOCAB = "src_vocab.txt"
 CSANMT_TARGET_VOCAB = "trg_vocab.txt"
+CSANMT_DICTIONARY_CACHE = "jieba.cache"  # jieba's prefix dictionary, prepared by the build (optional)
+# Manifest.graph_optimization of graphs ONNX Runtime optimized at build time (build.optimize): the runtime opens
+# them with load-time optimization off; "" (older bundles, graphs reading SHARED_EMBEDDING): optimized at each load
+GRAPHS_OPTIMIZED_OFFLINE = "offline-extended"
 MODEL_CARD = "MODEL_CARD.md"  # optional, human-readable; hashed like every other file when present
 
 # graph input/output names
@@ -147,6 +151,7 @@ class Manifest:
     tokenizer: dict[str, Any] = field(default_factory=dict)  # per family (csanmt: file names, unknown id, versions)
     decoding: dict[str, Any] = field(default_factory=dict)  # per family (csanmt: length penalty, maximum length)
     confidence: dict[str, Any] = field(default_factory=dict)  # score -> confidence calibration (build.calibrate)
+    graph_optimization: str = ""  # GRAPHS_OPTIMIZED_OFFLINE, or "" (ONNX Runtime optimizes the graphs at load)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n"

@@ -201,6 +201,7 @@ def load_model(config: RuntimeConfig) -> LoadedModel:
             family.graph_contract(spec),
             threads=config.intra_op_threads,
             spinning=config.thread_spinning,
+            optimized_offline=manifest.graph_optimization == bundle.GRAPHS_OPTIMIZED_OFFLINE,
         )
 
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="cold-start") as pool:

@@ -6,8 +6,10 @@ inputs and outputs, the shapes are the contract in ``handler/model/bundle.py``. 
 contract's order; the self-attention cache travels per layer, key before value: ``[key.0, value.0, key.1, ...]``.
 Axis 0 of every array is the batch row, so a search can reorder or drop rows with ``np.take(array, rows, axis=0)``.
 
-Sessions run on the CPU execution provider with a fixed number of intra-op threads, one inter-op thread,
-sequential execution and every graph optimization, and write no files (no optimized-model path, no profiling).
+Sessions run on the CPU execution provider with a fixed number of intra-op threads, one inter-op thread and
+sequential execution, and write no files (no optimized-model path, no profiling). Graphs the build optimized
+(``build.optimize``; the manifest says so) open with load-time optimization off, which on a full-size CSANMT
+encoder is most of its session's opening time; any other graph gets every optimization at load.
 
 ONNX Runtime (1.29 and later) starts a telemetry uploader on Linux that writes a device id under
 ``$HOME/.cache/Microsoft`` and sends events over the network. A function has neither a writable home nor a
@@ -49,21 +51,28 @@ LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 er
 
 
 # No session uses ONNX Runtime's CPU memory arena: it would keep the decoder's growing per-step key/value buffers.
-# Graphs larger than this together (a full-size CSANMT bundle) also open "lean": no pre-packed weight copies, and
-# glibc's mmap threshold fixed; smaller decoders keep pre-packing, which is faster. Figures: docs/decisions.md.
+# A bundle whose graphs are larger than this together (a full-size CSANMT: 626 MB) fixes glibc's mmap threshold
+# ("lean"). The encoder never pre-packs its weights; the decoder pre-packs unless it alone is larger than this
+# (with the shared embedding its output projection reads): a full-size CSANMT decoder (140 MB) decodes one row
+# 1.8x faster packed for 49 MB more. Figures: docs/decisions.md.
 LEAN_LOADING_BYTES = 300_000_000
 
 
-def session_options(threads: int, spinning: bool, *, lean: bool = False) -> ort.SessionOptions:
+def session_options(
+    threads: int, spinning: bool, *, lean: bool = False, optimized_offline: bool = False
+) -> ort.SessionOptions:
     """Options for both sessions: ``threads`` intra-op threads that spin between calls only if ``spinning``, no CPU
-    memory arena; ``lean``: also without weight pre-packing (see ``LEAN_LOADING_BYTES``)."""
+    memory arena; ``lean``: also without weight pre-packing (see ``LEAN_LOADING_BYTES``); ``optimized_offline``:
+    the graphs are already optimized (``build.optimize``), so ONNX Runtime does not optimize them again."""
     if threads < 1:
         raise ValueError(f"threads must be at least 1; got {threads}")
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_DISABLE_ALL if optimized_offline else ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    )
     options.log_severity_level = LOG_ERRORS_ONLY
     flag = "1" if spinning else "0"
     options.add_session_config_entry("session.intra_op.allow_spinning", flag)
@@ -144,6 +153,7 @@ class OnnxEncoderDecoder:
         *,
         threads: int = 1,
         spinning: bool = False,
+        optimized_offline: bool = False,
     ) -> None:
         if contract.decoder_layers != spec.decoder_layers:
             raise ValueError(
@@ -158,9 +168,14 @@ class OnnxEncoderDecoder:
         if self.lean:
             memory.return_large_blocks_to_the_system()
         # The encoder never keeps pre-packed weights: it runs once per batch on many rows, where packing on the fly
-        # costs nothing measurable and the packed copy costs memory; the decoder's steps are where packing pays.
-        encoder_options = session_options(threads, spinning, lean=True)
-        options = session_options(threads, spinning, lean=self.lean)
+        # costs nothing measurable and the packed copy costs memory; the decoder's steps are where packing pays,
+        # unless the decoder alone is too large to hold twice (LEAN_LOADING_BYTES).
+        self.decoder_prepacked = not loads_lean(Path(decoder_path), Path(decoder_path).parent / bundle.SHARED_EMBEDDING)
+        self.optimized_offline = optimized_offline
+        encoder_options = session_options(threads, spinning, lean=True, optimized_offline=optimized_offline)
+        options = session_options(
+            threads, spinning, lean=not self.decoder_prepacked, optimized_offline=optimized_offline
+        )
         # the tied embedding both graphs read (bundle.SHARED_EMBEDDING): one copy in memory for both sessions
         self._shared_embedding = share_embedding(Path(encoder_path).parent, spec, encoder_options, options)
         self._cross_names = list(contract.per_sentence)

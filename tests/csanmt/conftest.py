@@ -160,6 +160,7 @@ def csanmt_fp32_bundle_dir(
         manifest["files"][name] = {"sha256": entry.sha256, "bytes": entry.bytes}
     manifest["name"] = "tiny-csanmt-fp32"
     manifest["quantization"] = {"method": "none (FP32 graphs, for tests)"}
+    manifest["graph_optimization"] = ""  # the FP32 graphs as exported: optimized at load
     manifest_path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return out_dir
 

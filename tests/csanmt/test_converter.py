@@ -136,9 +136,12 @@ def test_the_bundle_declares_family_tokenizer_and_decoding(csanmt_bundle_dir: Pa
     assert manifest["family"] == "csanmt"
     assert sorted(manifest["files"]) == sorted(
         # embedding.bin: the target embedding, which the encoder also holds, stored once for both graphs
-        ["encoder.onnx", "decoder.onnx", "embedding.bin", "bpe.zh", "src_vocab.txt", "trg_vocab.txt"]
+        # jieba.cache: jieba's prefix dictionary, prepared at build time instead of at every cold start
+        ["encoder.onnx", "decoder.onnx", "embedding.bin", "bpe.zh", "src_vocab.txt", "trg_vocab.txt", "jieba.cache"]
     )
+    assert manifest["graph_optimization"] == "offline-extended"
     tokenizer = manifest["tokenizer"]
+    assert tokenizer["dictionary_cache"] == "jieba.cache"
     assert tokenizer["kind"] == "jieba+subword-nmt+moses" and tokenizer["source_unk_id"] == config.src_vocab_size - 1
     assert set(tokenizer["versions"]) == {"jieba", "subword_nmt", "sacremoses"}
     decoding = manifest["decoding"]

@@ -122,6 +122,35 @@ def test_no_session_keeps_an_arena_and_large_graphs_open_without_prepacked_weigh
     assert sessions.loads_lean(graph, tmp_path / "missing.onnx")
 
 
+def test_a_large_bundle_keeps_its_decoder_prepacked_unless_the_decoder_alone_is_large(
+    tiny_bundle_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from handler.model import bundle, sessions
+    from handler.model.loader import load_bundle
+
+    spec = load_bundle(tiny_bundle_dir).model
+    encoder, decoder = tiny_bundle_dir / bundle.ENCODER_ONNX, tiny_bundle_dir / bundle.DECODER_ONNX
+    shared = tiny_bundle_dir / bundle.SHARED_EMBEDDING  # counted with the decoder where the bundle has one
+    decoder_bytes = decoder.stat().st_size + (shared.stat().st_size if shared.is_file() else 0)
+
+    def prepacks(session: Any) -> bool:
+        try:
+            return session.get_session_options().get_session_config_entry("session.disable_prepacking") != "1"
+        except RuntimeError:  # "does not have configuration": pre-packing on
+            return True
+
+    # GIVEN a bundle larger than the limit whose decoder (with the embedding it reads) is within it
+    monkeypatch.setattr(sessions, "LEAN_LOADING_BYTES", decoder_bytes)
+    model = OnnxMarian(encoder, decoder, spec)
+    assert model.lean and model.decoder_prepacked
+    assert prepacks(model.decoder) and not prepacks(model.encoder)
+    # GIVEN a decoder larger than the limit by itself
+    monkeypatch.setattr(sessions, "LEAN_LOADING_BYTES", decoder_bytes - 1)
+    model = OnnxMarian(encoder, decoder, spec)
+    assert model.lean and not model.decoder_prepacked
+    assert not prepacks(model.decoder) and not prepacks(model.encoder)
+
+
 REPO = Path(__file__).resolve().parents[2]
 
 FREED_BLOCK_PROBE = r"""

@@ -248,8 +248,12 @@ class CsanmtCheckpoint:
         )
 
     def copy_tokenizer(self, staging: Path) -> None:
+        from handler.model.families.csanmt.tokenizer import write_dictionary_cache
+
         for name in (checkpoint_files.BPE_CODES, checkpoint_files.SOURCE_VOCAB, checkpoint_files.TARGET_VOCAB):
             shutil.copyfile(self.folder / name, staging / name)
+        # jieba's prefix dictionary, prepared here instead of at every cold start (1.4-2.5 s there)
+        write_dictionary_cache(staging / bundle.CSANMT_DICTIONARY_CACHE)
 
     def manifest_sections(self) -> dict[str, Any]:
         config = self.config
@@ -260,6 +264,7 @@ class CsanmtCheckpoint:
                 "bpe_codes": checkpoint_files.BPE_CODES,
                 "source_vocab": checkpoint_files.SOURCE_VOCAB,
                 "target_vocab": checkpoint_files.TARGET_VOCAB,
+                "dictionary_cache": bundle.CSANMT_DICTIONARY_CACHE,
                 "source_unk_id": config.src_vocab_size - 1,
                 "versions": {key: _version(package) for key, package in TOKENIZER_PACKAGES.items()},
             },

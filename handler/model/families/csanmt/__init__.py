@@ -168,10 +168,12 @@ class CsanmtFamily:
 
     def tokenizer_files(self, manifest: Manifest) -> tuple[str, ...]:
         section = manifest.tokenizer if isinstance(manifest.tokenizer, dict) else {}
+        cache = section.get("dictionary_cache")  # bundles built before it was shipped have none
         return (
             str(section.get("bpe_codes", bundle.CSANMT_BPE_CODES)),
             str(section.get("source_vocab", bundle.CSANMT_SOURCE_VOCAB)),
             str(section.get("target_vocab", bundle.CSANMT_TARGET_VOCAB)),
+            *((str(cache),) if cache else ()),
         )
 
     def load_tokenizer(self, bundle_dir: Path, manifest: Manifest) -> Tokenizer:
@@ -184,13 +186,14 @@ class CsanmtFamily:
         if kind != TOKENIZER_KIND:
             raise BundleError(f"{where} has kind {kind!r}; a CSANMT bundle's tokenizer is {TOKENIZER_KIND!r}")
         unk = _value(section, "source_unk_id", int, where)
-        bpe_codes, source_vocab, target_vocab = self.tokenizer_files(manifest)
+        bpe_codes, source_vocab, target_vocab, *cache = self.tokenizer_files(manifest)
         tokenizer = CsanmtTokenizer(
             bundle_dir / bpe_codes,
             bundle_dir / source_vocab,
             bundle_dir / target_vocab,
             source_unk_id=unk,
             normalization=manifest.normalization,
+            dictionary_cache=bundle_dir / cache[0] if cache else None,
         )
         if tokenizer.vocab_size > manifest.model.vocab_size:
             raise BundleError(
