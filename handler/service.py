@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from handler.config import ENV_GLOSSARY_FILE, ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
 from handler.model.batching import (
+    KV_CACHE_BUDGET_BYTES,
+    LARGE_MODEL_KV_CACHE_BUDGET_BYTES,
     WIDTH_MULTIPLE,
     Batch,
     kv_cache_bytes_per_row,
@@ -628,6 +630,7 @@ class TranslationService:
             row_bytes=lambda width: kv_cache_bytes_per_row(
                 self._spec.decoder_layers, self._spec.d_model, width, self.max_new_tokens(width, options)
             ),
+            max_bytes=LARGE_MODEL_KV_CACHE_BUDGET_BYTES if self.model.model.lean else KV_CACHE_BUDGET_BYTES,
         )
 
     def _search_request(

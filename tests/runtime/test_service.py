@@ -270,3 +270,28 @@ def test_protected_spans_survive_the_tiny_model_and_text_without_chinese_is_kept
     assert "https://example.com/a?b=1" in detailed[0].text and "`pip install x`" in detailed[0].text
     assert [span.kind.value for span in detailed[0].spans] == ["url", "code"]
     assert detailed[1].text == "Plain English, 42."
+
+
+def test_a_lean_models_batches_keep_to_the_smaller_decoder_cache_budget(
+    tiny_loaded: LoadedModel, tiny_config: RuntimeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a full-size CSANMT opens lean (its graphs are over 300 MB); its longest request peaked at 1,106 MB with the
+    # full budget and 969 MB with half (bench.pipeline.csanmt_bench, 3,000 characters)
+    from handler import service as service_module
+    from handler.model.batching import KV_CACHE_BUDGET_BYTES, LARGE_MODEL_KV_CACHE_BUDGET_BYTES
+
+    budgets: list[int] = []
+    plan = service_module.plan_batches
+
+    def recording_plan(*args: Any, **kwargs: Any) -> Any:
+        budgets.append(kwargs["max_bytes"])
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(service_module, "plan_batches", recording_plan)
+    service = TranslationService(tiny_loaded, tiny_config)
+    service.translate(SENTENCES[0])
+    small = set(budgets)
+    budgets.clear()
+    monkeypatch.setattr(tiny_loaded.model, "lean", True)
+    service.translate(SENTENCES[1])
+    assert small == {KV_CACHE_BUDGET_BYTES} and set(budgets) == {LARGE_MODEL_KV_CACHE_BUDGET_BYTES}
