@@ -7,6 +7,7 @@ latency, memory and bytes are better; higher tokens/s are better).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +93,21 @@ def side_by_side_table(result: SetupResult) -> list[str]:
         if TRANSFORMERS in engines:
             row += [cell(summary[TRANSFORMERS].get(figure.key), figure)]
         lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def reference_table(
+    rows: Sequence[tuple[Figure, Spread | None, Spread | None]], reference_name: str, ours_name: str, short_name: str
+) -> list[str]:
+    """figure | the reference engine | this runtime | ratio (this runtime's median over the reference's), one row
+    per (figure, reference, ours): e.g. CSANMT beside ModelScope's pipeline (``bench.pipeline.csanmt_tensorflow``)."""
+    lines = [
+        f"| figure | {reference_name} | {ours_name} | ratio (runtime / {short_name}) |",
+        "|---|---|---|---|",
+    ]
+    for figure, reference, ours in rows:
+        cells = [figure.label, cell(reference, figure), cell(ours, figure), ratio(ours, reference, figure)[1]]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 

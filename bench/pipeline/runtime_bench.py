@@ -2,7 +2,8 @@
 
     python -m bench.pipeline.runtime_bench [--rounds 3] [--transformers-rounds 1] [--threads 2] [--repeats 3]
                                   [--rebuild] [--quick] [--out docs/benchmarks.md]
-                                  [--csanmt-bundle DIR | --csanmt-build] [--figures-json FILE]
+                                  [--csanmt-bundle DIR | --csanmt-build] [--csanmt-checkpoint DIR]
+                                  [--figures-json FILE]
 
 Models (built once, cached in ``.bench/runtime/``):
 
@@ -16,7 +17,9 @@ Models (built once, cached in ``.bench/runtime/``):
   the same architecture from ``model_artifacts/training-checkpoint`` (``bench.pipeline.default_checkpoint``);
 * **CSANMT full size** (``--csanmt-bundle DIR``, or ``--csanmt-build`` to build the random one with
   ``bench.pipeline.csanmt_full_size`` and ``build.export``: minutes and ~8 GB): this runtime alone, as no other engine
-  converts CSANMT.
+  converts CSANMT; with ``--csanmt-checkpoint DIR`` (the ModelScope folder the bundle was built from; known already
+  with ``--csanmt-build``) also beside ModelScope's own TensorFlow ``TranslationPipeline`` on that folder
+  (``bench.pipeline.csanmt_tensorflow``: its own section and table).
 
 Each engine runs in fresh processes (``bench.pipeline.engines``), ``--rounds`` rounds with the engine order rotated per
 round, on the same token ids with exactly 40 output tokens; each process measures its own memory. The run also
@@ -44,7 +47,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.pipeline import bandwidth, cost, ctranslate2_model, default_checkpoint, memory_bench, report
+from bench.pipeline import (
+    bandwidth,
+    cost,
+    csanmt_tensorflow,
+    ctranslate2_model,
+    default_checkpoint,
+    memory_bench,
+    report,
+)
 from bench.pipeline.side_by_side import (
     Setup,
     SetupResult,
@@ -348,6 +359,7 @@ def document(
     quick: bool,
     transformers_rounds: int,
     memory: dict[str, Any] | None = None,
+    csanmt_beside_tensorflow: list[str] | None = None,
 ) -> str:
     workload = results[0].workload
     lines = [
@@ -409,6 +421,8 @@ def document(
         if "decoder_step_bytes" in result.extra:
             lines += ["", "Bandwidth bound at batch 1:", "", *report.bandwidth_table(result, band)]
         lines.append("")
+    if csanmt_beside_tensorflow:
+        lines += [*csanmt_beside_tensorflow, ""]
     lines += [
         "## Memory read bandwidth",
         "",
@@ -482,6 +496,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csanmt-rounds", type=int, default=1, help="rounds for the CSANMT model (default 1)")
     parser.add_argument("--csanmt-build", action="store_true", help="build the full-size random CSANMT and measure it")
     parser.add_argument(
+        "--csanmt-checkpoint",
+        type=Path,
+        help="the ModelScope folder --csanmt-bundle was built from: also measure ModelScope's TF pipeline on it",
+    )
+    parser.add_argument(
         "--transformers-on",
         default="opus-mt-sized,default",
         help="models transformers runs on, comma-separated (default both: opus-mt-sized,default; '' = none)",
@@ -489,6 +508,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--figures-json", type=Path, help="also write every engine's medians as JSON here")
     parser.add_argument("--work-dir", type=Path, default=BENCH_DIR, help=f"model cache (default {BENCH_DIR})")
     args = parser.parse_args(argv)
+    if args.csanmt_checkpoint is not None and args.csanmt_bundle is None and not args.csanmt_build:
+        parser.error("--csanmt-checkpoint needs --csanmt-bundle (the bundle built from it)")
     started, began = datetime.datetime.now(datetime.UTC), time.perf_counter()
     command, start_load = command_line(argv), load_average()
     workload = QUICK if args.quick else replace(FULL, repeats=args.repeats)
@@ -543,6 +564,25 @@ def main(argv: list[str] | None = None) -> int:
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
             problems.append(f"{setup.key}: the service workload failed: {error}")
 
+    tensorflow = None
+    if csanmt is not None and (args.csanmt_checkpoint is not None or args.csanmt_bundle is None):
+        # with --csanmt-build (and no --csanmt-bundle) the checkpoint is the one csanmt_setup built
+        checkpoint = args.csanmt_checkpoint or args.work_dir / "csanmt" / CHECKPOINT
+        print(f"measuring CSANMT beside ModelScope's TensorFlow pipeline on {checkpoint}", flush=True)
+        try:
+            tensorflow = csanmt_tensorflow.compare(
+                checkpoint,
+                csanmt.bundle_dir,
+                threads=args.threads,
+                rounds=min(rounds, args.csanmt_rounds),
+                repeats=1 if args.quick else args.repeats,
+                batch1_sentences=1 if args.quick else 2,
+                progress=lambda line: print(line, flush=True),
+            )
+            problems += csanmt_tensorflow.missing(tensorflow)
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError, OSError, KeyError) as error:
+            problems.append(f"CSANMT beside ModelScope's TensorFlow pipeline failed: {error}")
+
     memory = None
     default = next(setup for setup in setups if setup.key == "default")
     print(f"measuring the translation memory on {default.title}", flush=True)
@@ -565,6 +605,7 @@ def main(argv: list[str] | None = None) -> int:
         args.quick,
         1 if args.quick else args.transformers_rounds,
         memory,
+        None if tensorflow is None else csanmt_tensorflow.section_lines(tensorflow),
     )
     print()
     print(text)
@@ -590,6 +631,8 @@ def main(argv: list[str] | None = None) -> int:
     medians["workload"] = workloads
     medians["translation_memory"] = memory or {}
     medians["bandwidth"] = band
+    if tensorflow is not None:
+        medians["csanmt_beside_tensorflow"] = csanmt_tensorflow.medians(tensorflow)
     if args.figures_json is not None:
         args.figures_json.write_text(json.dumps(medians, indent=1), encoding="utf-8")
     return 0

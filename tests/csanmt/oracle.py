@@ -11,24 +11,24 @@ TensorFlow never enters the test process.
 ``modelscope.pipelines`` imports ``modelscope.msdatasets`` (Hugging Face ``datasets``, pandas, pyarrow) for
 dataset loading the translation pipeline never uses; ``datasets`` pins an older ``fsspec`` than the test
 environment's lock, so this process replaces ``modelscope.msdatasets`` with an empty stand-in module before the
-import. Nothing of modelscope's translation code is replaced.
+import (``bench.pipeline.modelscope_offline``, shared with the benchmark that runs modelscope's pipeline). Nothing
+of modelscope's translation code is replaced.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import json
 import os
 import subprocess
 import sys
-import types
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+# the stand-in for modelscope.msdatasets (tests.csanmt_runtime.oracle imports it from here too)
+from bench.pipeline.modelscope_offline import MsdatasetsStandIn as _EmptyModules
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-STUBBED = "modelscope.msdatasets"
 
 
 # --------------------------------------------------------------------------------------------- test side
@@ -97,32 +97,6 @@ def run_pipeline(folder: Path, texts: Sequence[str], work: Path, beam_size: int 
 
 
 # ------------------------------------------------------------------------------------------ oracle side
-class _EmptyModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Stand-in for ``modelscope.msdatasets``: any attribute is an inert placeholder class."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname == STUBBED or fullname.startswith(f"{STUBBED}."):
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-        return None
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _Placeholders(spec.name)
-        module.__path__ = []
-        return module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        return None
-
-
-class _Placeholders(types.ModuleType):
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = type(name, (), {})
-        setattr(self, name, value)
-        return value
-
-
 def _tf1() -> Any:
     import tensorflow as tf
 

@@ -58,7 +58,6 @@ MASK_BIAS = -1e9
 MAX_TIMESCALE = 1.0e4
 
 
-
 def _parameter(array: Any) -> nn.Parameter:
     return nn.Parameter(torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)), requires_grad=False)
 
