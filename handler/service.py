@@ -608,6 +608,7 @@ class TranslationService:
                 if deadline is not None:
                     self._check_deadline(deadline, batches[number:], segments, beam_size, number, len(batches))
                 outputs.append(self._decode(batch, segments, options, beam_size))
+                release_free_heap()  # a batch's freed caches, before the next batch grows the heap again
                 done += sum(segments.characters[index] for index in batch.indices)
                 if progress is not None:
                     progress(done * total // max(1, segments.total_characters), total)

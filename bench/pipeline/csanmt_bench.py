@@ -152,7 +152,7 @@ def run_child(args: list[str], timeout_s: float) -> dict[str, Any]:
     completed = subprocess.run(
         [sys.executable, "-m", "bench.pipeline.csanmt_bench", *args],
         cwd=REPO_ROOT,
-        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), MALLOC_ARENA_MAX="2"),  # as the images run (Dockerfile)
         stdout=subprocess.PIPE,
         stderr=None,  # progress lines pass through
         text=True,

@@ -105,8 +105,16 @@ def encode_with_bundle(bundle_dir: Path, sentences: Sequence[str]) -> list[list[
 
 
 def child_environment() -> dict[str, str]:
-    # transformers would import TensorFlow (installed for the CSANMT converter) unless told not to
-    return dict(os.environ, PYTHONPATH=str(REPO_ROOT), USE_TF="0", TRANSFORMERS_NO_TF="1", TOKENIZERS_PARALLELISM="0")
+    # transformers would import TensorFlow (installed for the CSANMT converter) unless told not to; every engine's
+    # process gets the images' MALLOC_ARENA_MAX (Dockerfile), so that memory is measured as the function runs
+    return dict(
+        os.environ,
+        PYTHONPATH=str(REPO_ROOT),
+        USE_TF="0",
+        TRANSFORMERS_NO_TF="1",
+        TOKENIZERS_PARALLELISM="0",
+        MALLOC_ARENA_MAX="2",
+    )
 
 
 def run_process(module: str, job: dict[str, Any], timeout_s: float = 1800) -> dict[str, Any]:

@@ -1,13 +1,14 @@
-"""Memory hygiene on glibc: give freed heap memory back to the system (``malloc_trim``), and serve large blocks from
-mappings of their own (``mallopt``) so that freeing them returns them.
+"""Memory hygiene on glibc: give freed heap memory back to the system (``malloc_trim``).
 
 Without ONNX Runtime's CPU arena (``handler.model.sessions``), every decoder step mallocs its key/value caches and
 logits and frees them again. glibc keeps freed memory inside the process: the RSS after a request stays near its
 peak although the memory is free. ``release_free_heap`` returns it once the RSS has grown by more than
-``RETAIN_BYTES`` since the last trim: the loader calls it after the warm-up, the service after each request.
+``RETAIN_BYTES`` since the last trim: the loader calls it after the warm-up, the service after each decoding batch
+and each request. (Large blocks are not forced into mappings of their own: every step's fresh mapping costs page
+faults, which made a full-size CSANMT decode at half speed; docs/decisions.md.)
 
 A trim costs a few milliseconds, so it runs only once the RSS has grown by ``RETAIN_BYTES`` (docs/decisions.md).
-Elsewhere than glibc (musl, macOS) both calls are absent and nothing is done.
+Elsewhere than glibc (musl, macOS) ``malloc_trim`` is absent and nothing is done.
 """
 
 from __future__ import annotations
@@ -77,21 +78,3 @@ def release_free_heap(grown_bytes: int = RETAIN_BYTES) -> bool:
     finally:
         _lock.release()
     return True
-
-
-M_MMAP_THRESHOLD = -3  # glibc <malloc.h>
-
-
-def return_large_blocks_to_the_system(threshold_bytes: int = 128 * 1024) -> bool:
-    """Serve every allocation of ``threshold_bytes`` or more from its own mapping, so that freeing it returns it.
-
-    Without the CPU arena, ONNX Runtime mallocs each step's key/value caches; glibc raises its mmap threshold each
-    time such a block is freed, after which those blocks come from a heap that fragments and does not shrink
-    (figures: docs/decisions.md). Returns False where it cannot be set (not glibc).
-    """
-    if _LIBC is None:
-        return False
-    try:
-        return bool(_LIBC.mallopt(M_MMAP_THRESHOLD, threshold_bytes))
-    except AttributeError:  # a C library without mallopt
-        return False

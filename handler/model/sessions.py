@@ -39,10 +39,7 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 from handler.errors import BundleError  # noqa: E402
-from handler.model import (
-    bundle,  # noqa: E402
-    memory,  # noqa: E402
-)
+from handler.model import bundle  # noqa: E402
 from handler.model.bundle import ModelSpec  # noqa: E402
 from handler.model.families.base import GraphContract  # noqa: E402
 
@@ -51,10 +48,10 @@ LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 er
 
 
 # No session uses ONNX Runtime's CPU memory arena: it would keep the decoder's growing per-step key/value buffers.
-# A bundle whose graphs are larger than this together (a full-size CSANMT: 626 MB) fixes glibc's mmap threshold
-# ("lean"). The encoder never pre-packs its weights; the decoder pre-packs unless it alone is larger than this
-# (with the shared embedding its output projection reads): a full-size CSANMT decoder (140 MB) decodes one row
-# 1.8x faster packed for 49 MB more. Figures: docs/decisions.md.
+# A bundle whose graphs are larger than this together (a full-size CSANMT: 626 MB) is "lean": the service gives its
+# batches a smaller key/value cache budget (handler.model.batching). The encoder never pre-packs its weights; the
+# decoder pre-packs unless it alone is larger than this (with the shared embedding its output projection reads): a
+# full-size CSANMT decoder (140 MB) decodes one row 1.8x faster packed, for 49 MB. Figures: docs/decisions.md.
 LEAN_LOADING_BYTES = 300_000_000
 
 
@@ -164,9 +161,7 @@ class OnnxEncoderDecoder:
         self.contract = contract
         self.threads = threads
         self.spinning = spinning
-        self.lean = loads_lean(Path(encoder_path), Path(decoder_path))
-        if self.lean:
-            memory.return_large_blocks_to_the_system()
+        self.lean = loads_lean(Path(encoder_path), Path(decoder_path))  # the service's smaller cache budget
         # The encoder never keeps pre-packed weights: it runs once per batch on many rows, where packing on the fly
         # costs nothing measurable and the packed copy costs memory; the decoder's steps are where packing pays,
         # unless the decoder alone is too large to hold twice (LEAN_LOADING_BYTES).

@@ -149,33 +149,3 @@ def test_a_large_bundle_keeps_its_decoder_prepacked_unless_the_decoder_alone_is_
     model = OnnxMarian(encoder, decoder, spec)
     assert model.lean and not model.decoder_prepacked
     assert not prepacks(model.decoder) and not prepacks(model.encoder)
-
-
-REPO = Path(__file__).resolve().parents[2]
-
-FREED_BLOCK_PROBE = r"""
-import sys
-import numpy as np
-from bench.pipeline.memory import current_rss_mb
-if sys.argv[1] == "fixed":
-    from handler.model.memory import return_large_blocks_to_the_system
-    assert return_large_blocks_to_the_system()
-first = np.ones(20 * 1024 * 1024 // 8)
-del first  # glibc now raises its mmap threshold to 20 MB
-base = current_rss_mb()
-block = np.ones(10 * 1024 * 1024 // 8)  # below a raised threshold it comes from the heap
-above = [np.ones(100) for _ in range(2000)]  # heap in use above it
-del block
-print(current_rss_mb() - base)
-"""
-
-
-@pytest.mark.parametrize(("mode", "grows"), [("plain", True), ("fixed", False)])
-def test_freed_large_blocks_go_back_to_the_system(mode: str, grows: bool) -> None:
-    import subprocess
-    import sys
-
-    result = subprocess.run(
-        [sys.executable, "-c", FREED_BLOCK_PROBE, mode], capture_output=True, text=True, check=True, cwd=REPO
-    )
-    assert (float(result.stdout) > 8) is grows  # megabytes kept of the freed 10 MB block
