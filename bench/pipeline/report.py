@@ -7,6 +7,7 @@ latency, memory and bytes are better; higher tokens/s are better).
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,3 +169,27 @@ def chart(results: list[SetupResult], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     figure_.savefig(path)
     plt.close(figure_)
+
+
+COLD_START_PARTS = (
+    ("import_s", "import"),
+    ("check_s", "sha256 of every file"),
+    ("tokenizer_s", "tokenizer"),
+    ("sessions_s", "ONNX Runtime sessions"),
+    ("load_s", "load (the three above, side by side)"),
+    ("warmup_s", "warm-up"),
+)
+
+
+def cold_start_parts_line(result: SetupResult, engine: str = "runtime") -> list[str]:
+    """This runtime's cold start by parts, the medians over its processes (``bench.pipeline.engines`` records the
+    loader's own timings); nothing when no process recorded them."""
+    runs = result.runs.get(engine, [])
+    parts = []
+    for key, label in COLD_START_PARTS:
+        values = [run[f"cold_start_part_{key}"] for run in runs if isinstance(run.get(f"cold_start_part_{key}"), float)]
+        if values:
+            parts.append(f"{label} {statistics.median(values):.2f} s")
+    if not parts:
+        return []
+    return [f"- This runtime's cold start by parts (median of {len(runs)} process(es)): " + ", ".join(parts) + "."]

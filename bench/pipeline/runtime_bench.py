@@ -241,6 +241,21 @@ def csanmt_setup(work_dir: Path, bundle_dir: Path | None, build: bool) -> Setup 
     )
 
 
+def csanmt_longest_request(setup: Setup, args: argparse.Namespace) -> dict[str, Any]:
+    """Peak RSS and seconds of the longest request through the service, in a fresh process (``csanmt_bench``)."""
+    from bench.pipeline import csanmt_bench
+    from handler.config import RuntimeConfig
+
+    max_chars = RuntimeConfig.from_env().max_chars
+    characters = args.csanmt_request_chars or (2_000 if args.quick else max_chars)
+    figures = csanmt_bench.run_child(
+        ["--bundle", str(setup.bundle_dir), "--threads", str(args.threads), "--child", "longest"]
+        + ["--request-chars", str(characters)],
+        timeout_s=4 * 3600,
+    )
+    return {**figures, "max_chars": max_chars}
+
+
 # --- the run --------------------------------------------------------------------------------------------------
 
 
@@ -418,6 +433,21 @@ def document(
             "",
         ]
         lines += report.side_by_side_table(result)
+        lines += ["", *report.cold_start_parts_line(result)]
+        longest = result.extra.get("longest_request")
+        if longest:
+            lines.append(
+                f"- The longest request, through the service with its defaults (beam 4, its own splitting and "
+                f"batching; a fresh process, `bench.pipeline.csanmt_bench`): {longest['characters']:,} characters "
+                f"({longest['source_tokens']:,} source tokens) in {longest['seconds']:,.0f} s, RSS "
+                f"{longest['rss_after_load_mb']:,.0f} MB after load, **peak {longest['peak_rss_mb']:,.0f} MB**"
+                + (
+                    f" (the longest a request may be is {longest['max_chars']:,} characters)"
+                    if longest["characters"] < longest["max_chars"]
+                    else ""
+                )
+                + "."
+            )
         if "decoder_step_bytes" in result.extra:
             lines += ["", "Bandwidth bound at batch 1:", "", *report.bandwidth_table(result, band)]
         lines.append("")
@@ -496,6 +526,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csanmt-rounds", type=int, default=1, help="rounds for the CSANMT model (default 1)")
     parser.add_argument("--csanmt-build", action="store_true", help="build the full-size random CSANMT and measure it")
     parser.add_argument(
+        "--csanmt-request-chars",
+        type=int,
+        default=0,
+        help="the CSANMT longest request's size (default TRANSLATE_MAX_CHARS; a random model takes minutes)",
+    )
+    parser.add_argument(
         "--csanmt-checkpoint",
         type=Path,
         help="the ModelScope folder --csanmt-bundle was built from: also measure ModelScope's TF pipeline on it",
@@ -539,6 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     band = measure_bandwidth(args.threads, setups)
 
     results = []
+    problems_before: list[str] = []
     for setup in setups:
         print(f"measuring {setup.title}", flush=True)
         result = run_setup(
@@ -550,13 +587,19 @@ def main(argv: list[str] | None = None) -> int:
             transformers_rounds=None if args.quick else args.transformers_rounds,
         )
         result.extra["decoder_step_bytes"] = bandwidth.decoder_step_weight_bytes(setup.bundle_dir / "decoder.onnx")
+        if setup is csanmt:
+            print(f"measuring the longest request on {setup.title}", flush=True)
+            try:
+                result.extra["longest_request"] = csanmt_longest_request(setup, args)
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+                problems_before.append(f"{setup.key}: the longest request failed: {error}")
         results.append(result)
 
     from bench.pipeline.workload import news_sentences
 
     sentences = news_sentences(WORKLOAD_SENTENCES["quick" if args.quick else "full"])
     workloads: dict[str, dict[str, Any]] = {}
-    problems = [problem for result in results for problem in missing(result)]
+    problems = [*problems_before, *(problem for result in results for problem in missing(result))]
     for setup in setups[:2] if not args.quick else setups[:1]:
         print(f"measuring the service's characters/s on {setup.title}", flush=True)
         try:
