@@ -1,14 +1,16 @@
 """ONNX Runtime's graph optimizations, done once at build time and saved in the bundle (the graphs that ship).
 
 Creating a session optimizes its graph: constant folding, the fusions of the quantized ``MatMul`` chains, layer
-norm and GELU fusions, and so on. ONNX Runtime does that at every load, which on a full-size CSANMT encoder (485 MB)
-was most of the 3-4 s its session took to open. ``optimize_graph`` runs those optimizations once, here, at ONNX
-Runtime's *extended* level (every fusion the CPU execution provider has; the *all* level adds only the NCHWc
-layout rewrites of convolutions, which these graphs have none of, and which would tie the file to this CPU), and
-writes the result over the graph. The bundle's manifest records it (``graph_optimization``), and the runtime then
-opens those graphs with load-time optimization off (``handler.model.sessions``): the work is not done twice.
+norm and GELU fusions, and so on. ONNX Runtime does that at every load: measured on a full-size CSANMT, its
+encoder's session opened in 1.23-1.25 s with it and 0.88-0.97 s without (docs/decisions.md). ``optimize_graph``
+runs those optimizations once, here, at ONNX Runtime's *extended* level (every fusion the CPU execution provider
+has; the *all* level adds only the NCHWc layout rewrites of convolutions, which these graphs have none of, and
+which would tie the file to this CPU), and writes the result over the graph. The bundle's manifest records it
+(``graph_optimization``), and the runtime then opens those graphs with load-time optimization off
+(``handler.model.sessions``): the work is not done twice.
 
-The build's INT8 verification runs after this step, on exactly these files, in the runtime's own sessions.
+The build's INT8 verification runs after this step, on exactly these files (the runtime opens them without
+optimizing them again, which computes the same, bit for bit: ``tests/csanmt_runtime/test_build_time_preparation.py``).
 
 Graphs that read the shared embedding file (``bundle.SHARED_EMBEDDING``, a tied embedding stored once for both
 graphs) are optimized with that table handed to the session as the runtime hands it (``sessions.share_embedding``):

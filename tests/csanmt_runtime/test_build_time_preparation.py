@@ -134,3 +134,38 @@ def test_a_dictionary_that_cannot_be_read_falls_back_to_jiebas_own(
     assert f"{broken} cannot be read" in caplog.text and "jieba builds its dictionary instead" in caplog.text
     assert tokenizer.encode(SENTENCES[0]) == _tokenizer(folder, None, tmp_path / "temp").encode(SENTENCES[0])
     assert broken.read_bytes() == b"not marshal data"  # nothing is ever written into the bundle
+
+
+def test_a_bundle_built_before_the_step_is_optimized_in_place(
+    csanmt_ending_bundle_dir: Path, csanmt_ending_checkpoint: object, tmp_path: Path
+) -> None:
+    from dataclasses import asdict
+
+    from build.optimize import main as optimize_main
+    from build.quantize import quantize_pair
+    from handler.model.loader import load_bundle
+
+    # GIVEN the bundle as build.export wrote it before this step: unoptimized INT8 graphs, no graph_optimization
+    folder = tmp_path / "older"
+    shutil.copytree(csanmt_ending_bundle_dir, folder)
+    fp32 = csanmt_ending_checkpoint.export_graphs(tmp_path / "fp32")  # type: ignore[attr-defined]
+    (tmp_path / "int8").mkdir()
+    for path in quantize_pair(fp32, tmp_path / "int8"):
+        shutil.copyfile(path, folder / path.name)
+    record = json.loads((folder / bundle.MANIFEST).read_text(encoding="utf-8"))
+    record["graph_optimization"] = ""
+    for name in bundle.MODEL_FILES:
+        record["files"][name] = asdict(bundle.file_entry(folder / name))
+    (folder / bundle.MANIFEST).write_text(json.dumps(record), encoding="utf-8")
+    before = load_model(RuntimeConfig(bundle_dir=folder, threads=1))
+    assert not before.model.optimized_offline
+    # WHEN python -m build.optimize runs on it
+    assert optimize_main([str(folder)]) == 0
+    # THEN its manifest says so, every hash matches, and it computes what it computed before
+    manifest = load_bundle(folder, verify_hashes=True)
+    assert manifest.graph_optimization == bundle.GRAPHS_OPTIMIZED_OFFLINE
+    after = load_model(RuntimeConfig(bundle_dir=folder, threads=1))
+    assert after.model.optimized_offline
+    assert np.array_equal(_log_probs(after.model)[1], _log_probs(before.model)[1])
+    assert optimize_main([str(folder)]) == 0  # a second run leaves it as it is
+    assert load_bundle(folder, verify_hashes=True).files == manifest.files
