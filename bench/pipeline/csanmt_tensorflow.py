@@ -281,7 +281,7 @@ def folder_mb(folder: Path, pattern: str = "*") -> float:
 def run_child(job: dict[str, Any], scratch: Path, timeout_s: float = CHILD_TIMEOUT_S) -> dict[str, Any]:
     """One engine in a fresh process; its last stdout line is its figures."""
     from bench.pipeline import modelscope_offline
-    from bench.pipeline.side_by_side import child_environment
+    from bench.pipeline.side_by_side import child_environment, figures_printed
 
     job_path = scratch / f"job-{job['engine']}.json"
     job_path.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
@@ -296,13 +296,7 @@ def run_child(job: dict[str, Any], scratch: Path, timeout_s: float = CHILD_TIMEO
         check=False,
         timeout=timeout_s,
     )
-    if completed.returncode != 0:
-        tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
-        raise RuntimeError(f"{ENGINE_NAMES[job['engine']]} exited with {completed.returncode}:\n{tail}")
-    lines = completed.stdout.strip().splitlines()
-    if not lines:
-        raise RuntimeError(f"{ENGINE_NAMES[job['engine']]} printed no figures")
-    return json.loads(lines[-1])  # type: ignore[no-any-return]
+    return figures_printed(completed, ENGINE_NAMES[job["engine"]])
 
 
 def compare(
@@ -318,7 +312,7 @@ def compare(
     """Both engines, ``rounds`` fresh processes each (the order swapped every round); a failed process is recorded
     in ``errors`` (``missing`` names it), not raised."""
     from bench.pipeline.csanmt_bench import bench_sentences
-    from bench.pipeline.side_by_side import encode_with_bundle
+    from bench.pipeline.side_by_side import encode_with_bundle, measure_once
 
     checkpoint, bundle = checkpoint.resolve(), bundle.resolve()
     check_pair(checkpoint, bundle)
@@ -339,16 +333,14 @@ def compare(
             order = ENGINES if round_number % 2 == 0 else ENGINES[::-1]
             for engine in order:
                 progress(f"  CSANMT beside TensorFlow: round {round_number + 1}/{rounds}, {ENGINE_NAMES[engine]}")
-                began = time.perf_counter()
-                try:
-                    figures = run_child(job | {"engine": engine}, Path(scratch))
-                except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
-                    errors[engine].append(str(error))
-                    progress(f"    FAILED: {error}")
-                    continue
-                figures["round"] = round_number + 1
-                runs[engine].append(figures)
-                progress(f"    {time.perf_counter() - began:.0f} s")
+                measure_once(
+                    lambda engine=engine: run_child(job | {"engine": engine}, Path(scratch)),
+                    engine,
+                    round_number,
+                    runs,
+                    errors,
+                    progress,
+                )
     ids = encode_with_bundle(bundle, sentences)
     return Comparison(
         checkpoint=checkpoint,

@@ -135,12 +135,39 @@ def run_process(module: str, job: dict[str, Any], timeout_s: float = 1800) -> di
         )
     finally:
         os.unlink(job_path)
+    return figures_printed(completed, f"{module} ({job.get('engine', '')})")
+
+
+def measure_once(
+    measure: Callable[[], dict[str, Any]],
+    engine: str,
+    round_number: int,
+    runs: dict[str, list[dict[str, Any]]],
+    errors: dict[str, list[str]],
+    progress: Callable[[str], None],
+) -> None:
+    """One process's figures into ``runs[engine]`` (with its round), or its failure into ``errors[engine]``."""
+    began = time.perf_counter()
+    try:
+        figures = measure()
+    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+        errors[engine].append(str(error))
+        progress(f"    FAILED: {error}")
+        return
+    figures["round"] = round_number + 1
+    runs[engine].append(figures)
+    progress(f"    {time.perf_counter() - began:.0f} s")
+
+
+def figures_printed(completed: subprocess.CompletedProcess[str], name: str) -> dict[str, Any]:
+    """A measuring process's figures, its last stdout line (JSON); ``RuntimeError`` with its errors' tail if it
+    failed or printed nothing."""
     if completed.returncode != 0:
         tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
-        raise RuntimeError(f"{module} ({job.get('engine', '')}) exited with {completed.returncode}:\n{tail}")
+        raise RuntimeError(f"{name} exited with {completed.returncode}:\n{tail}")
     lines = completed.stdout.strip().splitlines()
     if not lines:
-        raise RuntimeError(f"{module} ({job.get('engine', '')}) printed no figures")
+        raise RuntimeError(f"{name} printed no figures")
     return json.loads(lines[-1])  # type: ignore[no-any-return]
 
 
@@ -187,16 +214,9 @@ def run_setup(
             if engine == TRANSFORMERS and transformers_rounds is not None:
                 job |= light
             progress(f"  {setup.key}: round {round_number + 1}/{rounds}, {ENGINE_NAMES[engine]}")
-            began = time.perf_counter()
-            try:
-                figures = run_process("bench.pipeline.engines", job)
-            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
-                errors[engine].append(str(error))
-                progress(f"    FAILED: {error}")
-                continue
-            figures["round"] = round_number + 1
-            runs[engine].append(figures)
-            progress(f"    {time.perf_counter() - began:.0f} s")
+            measure_once(
+                lambda job=job: run_process("bench.pipeline.engines", job), engine, round_number, runs, errors, progress
+            )
     return SetupResult(
         setup=setup,
         workload=workload,
