@@ -94,6 +94,9 @@ class CheckoutGuard:
 
 
 GUARD = CheckoutGuard()
+# a folder the guard forbids: the checkout's parent, or the data folder beside a checkout made directly in a broad
+# folder (a clone in /tmp); the guard's own tests read there
+FORBIDDEN_BESIDE = Path(GUARD.forbidden[0])
 _installed = False
 
 

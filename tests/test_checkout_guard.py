@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from build import corpus
-from tests.checkout_guard import BESIDE_DATA, CHECKOUT, GUARD, CheckoutGuard, OutsideCheckoutError
+from tests.checkout_guard import BESIDE_DATA, CHECKOUT, FORBIDDEN_BESIDE, GUARD, CheckoutGuard, OutsideCheckoutError
 
 
 def test_opening_beside_the_checkout_raises_at_once() -> None:
     with GUARD.expecting_violation(), pytest.raises(OutsideCheckoutError, match="outside the checkout"):
-        open(CHECKOUT.parent / "beside-the-checkout" / "notes.txt", "rb")  # noqa: SIM115
+        open(FORBIDDEN_BESIDE / "beside-the-checkout" / "notes.txt", "rb")  # noqa: SIM115
     with GUARD.expecting_violation(), pytest.raises(OutsideCheckoutError):
-        os.listdir(CHECKOUT.parent)
+        os.listdir(FORBIDDEN_BESIDE)
 
 
 def test_the_checkout_temp_folders_and_the_interpreter_stay_readable(tmp_path: Path) -> None:

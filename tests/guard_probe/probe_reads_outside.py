@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import os
 
-from tests.checkout_guard import CHECKOUT
+from tests.checkout_guard import FORBIDDEN_BESIDE
 
 
 def test_reads_beside_the_checkout_and_swallows_the_error() -> None:
     try:
-        with open(CHECKOUT.parent / "beside-the-checkout" / "notes.txt", "rb"):
+        with open(FORBIDDEN_BESIDE / "beside-the-checkout" / "notes.txt", "rb"):
             pass
     except OSError:
         pass
     try:
-        os.listdir(CHECKOUT.parent)
+        os.listdir(FORBIDDEN_BESIDE)
     except OSError:
         pass
