@@ -34,6 +34,7 @@ from build.families import Checkpoint
 from build.families.marian import TRAINING_RECORD, LoadedCheckpoint, load_checkpoint, resolve_folder, spec_from
 from build.optimize import optimize_bundle_graphs
 from build.quantize import DEFAULT_QUANTIZATION, QuantizationSettings, quantize_pair
+from build.source_licence import source_licence
 from handler.model import bundle
 from handler.model.bundle import Manifest
 
@@ -167,6 +168,7 @@ def export_bundle(
         int8_bytes = sum((staging / name).stat().st_size for name in graph_files if (staging / name).is_file())
         training = dict(checkpoint.training)
         training.update(extra.pop("training", {}))
+        extra.setdefault("licence", source_licence(checkpoint.folder, training))  # a caller's licence wins
         sections = checkpoint.manifest_sections()
         own = {key: value for key, value in sections.items() if key in Manifest.__dataclass_fields__}
         manifest = Manifest(

@@ -146,7 +146,7 @@ class Manifest:
     quality: dict[str, Any] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)
     tools: dict[str, str] = field(default_factory=dict)
-    licence: str = ""
+    licence: str = ""  # the source checkpoint's (build.source_licence); "" = unknown (handler.model.licence)
     family: str = FAMILY_MARIAN  # which handler.model.families module reads the bundle
     tokenizer: dict[str, Any] = field(default_factory=dict)  # per family (csanmt: file names, unknown id, versions)
     decoding: dict[str, Any] = field(default_factory=dict)  # per family (csanmt: length penalty, maximum length)

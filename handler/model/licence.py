@@ -93,11 +93,16 @@ def from_card(card: str) -> BundleLicence:
     terms = _terms_section(card)
     if terms is None:
         return classify(None)
-    named = _LICENCE_NAME.search(terms)
-    result = classify(named.group(0) if named else None, terms)
+    result = classify(licence_named_in(terms), terms)
     if result.commercial_use is None and re.search(r"commercial use", terms, re.IGNORECASE):
         return BundleLicence(name=None, commercial_use=True, notice=None)  # "permit commercial use", no name
     return result
+
+
+def licence_named_in(text: str) -> str | None:
+    """The first licence ``text`` names ("CC BY-NC-SA 4.0 (DailyDialog)" -> "CC BY-NC-SA 4.0"), or None."""
+    named = _LICENCE_NAME.search(text)
+    return named.group(0) if named else None
 
 
 def _terms_section(card: str) -> str | None:
