@@ -27,8 +27,9 @@ measures the machine's memory read bandwidth on the same threads (``bench.pipeli
 and the characters/s of news-length sentences through ``TranslationService`` (``bench.pipeline.workload``) for the cost
 table (``bench.pipeline.cost``). It prints the tables, writes them to ``--out`` (default ``docs/benchmarks.md``, with
 the chart ``docs/benchmarks.png``) and exits 1, naming each, when any figure could not be measured (nothing is
-written then). ``--quick`` (the smoke test): the default model only, one round, 8 output tokens, a batch of 4,
-one repeat, a few sentences for the workload; it writes to ``.bench/quick/benchmarks.md`` unless ``--out`` says
+written then). Writing ``docs/benchmarks.md``, it also rewrites the figures README.md and docs/ quote from it
+(``bench.pipeline.quoted``). ``--quick`` (the smoke test): the default model only, one round, 8 output tokens, a
+batch of 4, one repeat, a few sentences for the workload; it writes to ``.bench/quick/benchmarks.md`` unless ``--out`` says
 otherwise. The random models' outputs are meaningless; only speed, memory and size are measured.
 """
 
@@ -54,6 +55,7 @@ from bench.pipeline import (
     ctranslate2_model,
     default_checkpoint,
     memory_bench,
+    quoted,
     report,
 )
 from bench.pipeline.side_by_side import (
@@ -343,24 +345,6 @@ def _workload_lines(workloads: dict[str, dict[str, Any]], titles: dict[str, str]
     return lines
 
 
-def _cost_lines(workloads: dict[str, dict[str, Any]], titles: dict[str, str]) -> list[str]:
-    lines = ["| where | " + " | ".join(titles[key] for key in workloads) + " |", "|---|" + "---|" * len(workloads)]
-    rows: dict[str, list[str]] = {}
-    hows: list[str] = []
-    for key, figures in workloads.items():
-        per_request = figures["characters"] / max(1, -(-figures["sentences"] // REQUEST_TEXTS))
-        for entry in cost.serverless_costs(figures["chars_per_s"], per_request):
-            rows.setdefault(entry.where, []).append(
-                f"${entry.usd_per_million_chars:,.2f} ({entry.chars_per_s:,.0f} chars/s)"
-            )
-            hows.append(f"- {titles[key]}, {entry.where}: {entry.how}")
-    for where, cells in rows.items():
-        lines.append(f"| {where} | " + " | ".join(cells) + " |")
-    for api in cost.HOSTED_APIS:
-        lines.append(f"| {api.what} | " + " | ".join(f"${api.usd:,.2f} (list price)" for _ in workloads) + " |")
-    return lines + ["", "How each was computed:", "", *hows]
-
-
 def document(
     results: list[SetupResult],
     sizes: dict[str, Any] | None,
@@ -480,23 +464,7 @@ def document(
             "",
             *_workload_lines(workloads, titles),
             "",
-            "Cost per million source characters (compute only; free tiers, idle instances and data transfer "
-            "not counted):",
-            "",
-            *_cost_lines(workloads, titles),
-            "",
-            "Assumptions:",
-            "",
-            f"- A {cost.LAMBDA_MB} MB Lambda function gets {cost.lambda_vcpus():.2f} vCPU (AWS allots 1 vCPU per "
-            f'{cost.LAMBDA_MB_PER_VCPU:,} MB, AWS Lambda documentation, "Memory and computing power"); the '
-            f"measured 2-thread speed is scaled by {cost.lambda_vcpus():.3f} / 2, linearly in CPU: pessimistic, as "
-            "two threads are less than twice one, so the Lambda figures are upper estimates.",
-            f"- Cloud Run: {cost.CLOUD_RUN_VCPUS} vCPU and {cost.CLOUD_RUN_GIB:g} GiB per instance, request-based "
-            "billing, one request at a time; the measured speed as is.",
-            "",
-            "Prices:",
-            "",
-            *cost.price_lines(),
+            *cost.section_lines(workloads, titles, REQUEST_TEXTS),
             "",
         ]
     if memory is not None:
@@ -664,6 +632,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         report.chart(results, out.with_suffix(".png"))
     print(f"\nwrote {out}" + ("" if args.quick else f" and {out.with_suffix('.png')}"))
+    if out.resolve() == DOCS_OUT.resolve():  # the pages quote the report: their figures follow this run
+        for page in quoted.fill_pages(REPO_ROOT, out):
+            print(f"updated the figures {page.relative_to(REPO_ROOT)} quotes from it")
     medians = {
         result.setup.key: {
             engine: {name: spread.median for name, spread in figures.items()}
