@@ -8,8 +8,9 @@ rendered::
 * ``SECTION``: the start of one of the report's ``## `` headings;
 * ``ROW``: the start of a table row's first cell in that section, or of a bullet line (``- ...``) there;
 * ``COLUMN``: the start of one of the table's header cells, and the quote is the cell's text up to its first
-  `` (`` (the median without its min–max, a ratio without "better"); or ``/REGEX/``, and the quote is the
-  regular expression's first group found in the cell or line.
+  `` (`` (the median without its min–max, a ratio without "better"), or the whole cell when the column ends in
+  ``*`` (``ratio*``: ``1.06× (worse)``); or ``/REGEX/``, and the quote is the regular expression's first group
+  found in the cell or line.
 
 The parts are separated by ``::``, not ``|``, which would split a Markdown table's cell around the quote.
 
@@ -61,6 +62,8 @@ def _pick(text: str, column: str, address: str) -> str:
         if match is None:
             raise QuoteError(f"bench quote '{address}': /{column[1:-1]}/ finds nothing in {text!r}")
         return match.group(1)
+    if column.endswith("*"):
+        return text.strip()
     return text.split(" (", 1)[0].strip()
 
 
@@ -87,7 +90,7 @@ def figure(report: str, address: str) -> str:
                 continue
             if column.startswith("/"):
                 return _pick(line, column, address)
-            index = next((i for i, name in enumerate(header) if name.startswith(column)), None)
+            index = next((i for i, name in enumerate(header) if name.startswith(column.rstrip("*"))), None)
             if index is None or index >= len(cells):
                 raise QuoteError(f"bench quote '{address}': no column starts with '{column}' in {header}")
             return _pick(cells[index], column, address)
