@@ -152,8 +152,11 @@ model: model-argument $(DEV_STAMP)
 		$(VENV)/bin/python -m build.calibrate --bundle "model_artifacts/$(NAME)" --pairs $(CALIBRATE_PAIRS) --write; \
 	fi
 
+# Before the build environment (3.8 GB) is installed: a hub id must be downloadable here (build/hub_check.py, standard
+# library only), else it says how to download the checkpoint elsewhere and pass MODEL=<folder>.
 model-argument:
 	@test -n "$(MODEL)" || { echo "usage: make model MODEL=<checkpoint folder or hub id> [NAME=<bundle folder>] [LABEL=<name in the manifest>] [FAMILY=marian|csanmt] [FORCE=1] [VERIFY_ARGS=\"--min-int8-top1-agreement 0.9 ...\"]"; exit 2; }
+	@$(PYTHON) -m build.hub_check "$(MODEL)" $(if $(FAMILY),--family "$(FAMILY)")
 
 # jemalloc made training 2.2x faster here (glibc malloc fragments under torch's many small allocations).
 train: $(DEV_STAMP)

@@ -4,11 +4,13 @@
 #   infra/bundle.sh path BUNDLE     prints the bundle's folder relative to the repository (model_artifacts/<name>)
 #   infra/bundle.sh family BUNDLE   prints its family (marian or csanmt, from its manifest.json)
 #   infra/bundle.sh name BUNDLE     prints the name its manifest gives it
+#   infra/bundle.sh notice BUNDLE   prints a one-line notice when its licence forbids commercial use (the default
+#                                   demo model's does), how to build a production model; nothing otherwise
 #
 # A bundle is a folder under model_artifacts/ with a manifest.json (what `make model` writes): that is the only
 # folder the image build context lets in (.dockerignore) and the one the deploy scripts stage from. An empty
 # BUNDLE means the shipped default, model_artifacts/default. Exit status 2 with the reason when it is not one.
-# Sourced (`source infra/bundle.sh`), it defines bundle_path, bundle_family and bundle_name instead.
+# Sourced (`source infra/bundle.sh`), it defines bundle_path, bundle_family, bundle_name and bundle_notice instead.
 
 BUNDLE_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -41,12 +43,20 @@ _bundle_manifest_field() {  # FIELD BUNDLE
 bundle_family() { _bundle_manifest_field family "${1:-}" marian; }  # manifests before CSANMT had no family: Marian
 bundle_name() { _bundle_manifest_field name "${1:-}" ""; }
 
+bundle_notice() {  # BUNDLE -> one line when its licence (manifest or MODEL_CARD.md) forbids commercial use, else ""
+    local folder
+    folder="$(bundle_path "$1")" || return 2
+    (cd "$BUNDLE_REPO_ROOT" && python3 -m handler.model.licence "$folder") \
+        || { bundle_fail "could not read the licence of $folder (python3 -m handler.model.licence $folder)"; return 2; }
+}
+
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     set -euo pipefail
     case "${1:-}" in
         path) bundle_path "${2:-}" ;;
         family) bundle_family "${2:-}" ;;
         name) bundle_name "${2:-}" ;;
-        *) echo "usage: infra/bundle.sh path|family|name BUNDLE" >&2; exit 2 ;;
+        notice) bundle_notice "${2:-}" ;;
+        *) echo "usage: infra/bundle.sh path|family|name|notice BUNDLE" >&2; exit 2 ;;
     esac
 fi

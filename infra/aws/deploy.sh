@@ -11,17 +11,22 @@
 #   INPUT_BUCKET   new bucket whose uploads are translated (required by `deploy`)
 #   OUTPUT_BUCKET  new bucket that receives the translations; must differ from INPUT_BUCKET
 # Needs the AWS SAM CLI and Docker (sam build builds the image), with credentials that may create the stack.
+# `print` prints exactly the commands `deploy` runs (one list, infra/commands.sh), the default demo bundle's
+# licence notice among its comments.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # shellcheck source=../bundle.sh
 source "$REPO_ROOT/infra/bundle.sh"
+# shellcheck source=../commands.sh
+source "$REPO_ROOT/infra/commands.sh"
 MODE="${1:-print}"
 die() { echo "deploy.sh: $*" >&2; exit 2; }
 [[ "$MODE" == print || "$MODE" == deploy ]] || die "unknown mode '$MODE'; use print or deploy"
 
 SHIPPED="$(bundle_path "${BUNDLE:-}")" || exit 2
 FAMILY="$(bundle_family "$SHIPPED")" || exit 2
+NOTICE="$(bundle_notice "$SHIPPED")" || exit 2
 STACK="${STACK:-zh-en-translate}"
 INPUT="${INPUT_BUCKET:-}"
 OUTPUT="${OUTPUT_BUCKET:-}"
@@ -34,18 +39,20 @@ else
 fi
 [[ "$INPUT" != "$OUTPUT" ]] || die "INPUT_BUCKET and OUTPUT_BUCKET must differ: each translation would trigger another"
 
-run() {  # print a command; in deploy mode, run it too (from the repository root: the template's paths are relative)
-    echo "$*"
-    if [[ "$MODE" == deploy ]]; then (cd "$REPO_ROOT" && "$@"); fi
-}
-
-[[ "$MODE" == deploy ]] || echo "# AWS SAM CLI and Docker required; run these from the repository root (or: make deploy-aws DEPLOY=1 INPUT_BUCKET=... OUTPUT_BUCKET=...)"
-echo "# the image bakes $SHIPPED ($FAMILY bundle $(bundle_name "$SHIPPED"))"
-run sam build --template-file infra/aws/template.yaml --parameter-overrides "Bundle=$SHIPPED"
-run sam deploy --template-file .aws-sam/build/template.yaml --stack-name "$STACK" --resolve-image-repos \
+# The commands, printed as they are (print) or run (deploy) from the repository root: the template's paths are
+# relative to it. Values not given show as <NAME>.
+command_note "AWS Lambda (make deploy-aws): needs the AWS SAM CLI and Docker; run these from the repository root."
+command_note "needs INPUT_BUCKET and OUTPUT_BUCKET (two new bucket names; [STACK=$STACK]); those not given show as <NAME>:"
+command_note "  make deploy-aws INPUT_BUCKET=... OUTPUT_BUCKET=... prints them filled in, and DEPLOY=1 runs them"
+[[ -z "$NOTICE" ]] || command_note "$NOTICE"
+command_note "the image bakes $SHIPPED ($FAMILY bundle $(bundle_name "$SHIPPED"))"
+command_add sam build --template-file infra/aws/template.yaml --parameter-overrides "Bundle=$SHIPPED"
+command_add sam deploy --template-file .aws-sam/build/template.yaml --stack-name "$STACK" --resolve-image-repos \
     --capabilities CAPABILITY_IAM --parameter-overrides "InputBucketName=$INPUT" "OutputBucketName=$OUTPUT" \
     "Bundle=$SHIPPED"
-echo "# first time, to choose every parameter interactively: sam deploy --guided"
-echo "# teardown (both buckets must be empty first):"
-echo "#   aws s3 rm s3://$INPUT --recursive && aws s3 rm s3://$OUTPUT --recursive"
-echo "#   sam delete --stack-name $STACK"
+command_note "first time, to choose every parameter interactively: sam deploy --guided"
+command_note "teardown (both buckets must be empty first):"
+command_note "  aws s3 rm s3://$INPUT --recursive && aws s3 rm s3://$OUTPUT --recursive"
+command_note "  sam delete --stack-name $STACK"
+
+if [[ "$MODE" == deploy ]]; then commands_run "$REPO_ROOT"; else commands_print; fi

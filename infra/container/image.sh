@@ -66,10 +66,41 @@ build() {
     [[ -z "${BASE_IMAGE:-}" ]] || command+=(--build-arg "PYTHON_IMAGE=$BASE_IMAGE")
     command+=("${model_args[@]}")
     command+=("$REPO_ROOT")
+    # the default demo bundle (or any non-commercial one) says so: the image is not for commercial use
+    local notice=""
+    [[ -n "${MODEL:-}" ]] || notice="$(bundle_notice "${BUNDLE:-}")" || exit 2
+    [[ -z "$notice" ]] || echo "image.sh: $notice" >&2
     if [[ "${PRINT:-0}" == 1 ]]; then printf '%q ' "${command[@]}"; echo; return; fi
     started=$SECONDS
-    "${command[@]}"
+    local log status=0
+    log="$(mktemp)"
+    "${command[@]}" 2>&1 | tee "$log" || status=$?
+    if (( status != 0 )); then
+        if grep -qiE "$BASE_PULL_FAILED" "$log"; then explain_base_image "$tool" "$target"; fi
+        rm -f "$log"
+        exit "$status"
+    fi
+    rm -f "$log"
     echo "built $image with $tool in $((SECONDS - started)) s"
+}
+
+# what each engine says when it cannot pull an image a FROM names (the runtime stages' base): buildah and podman
+# "creating build container: ... initializing source docker://...: pinging container registry ..." or "short-name
+# ... did not resolve"; docker with BuildKit "failed to resolve source metadata for docker.io/library/...", the
+# classic builder "pull access denied" / "Error response from daemon: Get ...registry..."
+BASE_PULL_FAILED='creating build container|initializing source docker://|short-name .* did not resolve|failed to resolve source metadata|pull access denied|error pulling image|failed to pull|manifest unknown|Error response from daemon: .*(registry|Get "https://)'
+
+explain_base_image() {  # ENGINE TARGET: after the engine's own message, what to do when the base cannot be pulled
+    local base="${BASE_IMAGE:-python:3.11-slim}" make_target=image
+    [[ "$2" != cloudrun ]] || make_target=image-gcp
+    cat >&2 <<EOF
+image.sh: $1 could not pull the base image $base (its message is above). Name a base image this machine has
+or can reach: make $make_target BASE_IMAGE=<image> (python:3.11-slim from a registry mirror, or one already in
+$1's store: $1 images). With no registry at all, make a local stand-in from Debian's packages (needs root,
+debootstrap and podman: apt-get install debootstrap podman; docs/deployment.md, "The images"):
+    bash tests/journey/stand_in_base.sh            # makes localhost/stand-in-python:3.11-slim
+    make $make_target BASE_IMAGE=localhost/stand-in-python:3.11-slim
+EOF
 }
 
 model_argument() {  # a hub id as it is; a local folder must be under model_artifacts/, the folder the build sees

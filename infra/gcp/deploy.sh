@@ -50,6 +50,8 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DOCUMENT_PREFIX="$(sed -n 's/^TRANSLATE_DOCUMENT_PREFIX: "\(.*\)"$/\1/p' "$REPO_ROOT/infra/gcp/env.yaml")"
 # shellcheck source=../bundle.sh
 source "$REPO_ROOT/infra/bundle.sh"
+# shellcheck source=../commands.sh
+source "$REPO_ROOT/infra/commands.sh"
 MODE="${1:-print}"
 PLATFORM="${PLATFORM:-functions}"
 
@@ -159,40 +161,51 @@ if [[ "$MODE" == "deploy" ]]; then
     [[ -n "$PROJECT" ]] || die "set GCP_PROJECT to your project id"
     [[ -n "$INPUT" && -n "$OUTPUT" ]] || die "set INPUT_BUCKET and OUTPUT_BUCKET (two different new or existing buckets)"
     command -v gcloud >/dev/null || die "gcloud not found: install the Google Cloud CLI and run 'gcloud auth login'"
-    STAGE="$(cd "${STAGE_DIR:-$(mktemp -d)}" && pwd)"
 else
     PROJECT="${PROJECT:-<GCP_PROJECT>}"
     INPUT="${INPUT:-<INPUT_BUCKET>}"
     OUTPUT="${OUTPUT:-<OUTPUT_BUCKET>}"
-    STAGE="${STAGE_DIR:-<STAGE_DIR>}"
 fi
 [[ "$INPUT" != "$OUTPUT" ]] || die "INPUT_BUCKET and OUTPUT_BUCKET must differ: each translation would trigger another"
+NOTICE="$(bundle_notice "$SHIPPED")" || exit 2
+STAGE_GIVEN="${STAGE_DIR:-}"
+[[ -z "$STAGE_GIVEN" || "$STAGE_GIVEN" == /* ]] || STAGE_GIVEN="$PWD/$STAGE_GIVEN"  # the commands run elsewhere
 
 SA_NAME="${NAME}-fn"
 SA="${SA_NAME:0:30}@${PROJECT}.iam.gserviceaccount.com"
-if [[ "$MODE" == "deploy" ]]; then
-    SERVICE_AGENT="$(gcloud storage service-agent --project "$PROJECT")"
-else
-    SERVICE_AGENT='$(gcloud storage service-agent --project '"$PROJECT"')'
-fi
 PUBLIC_FLAG="--no-allow-unauthenticated"
 [[ "${ALLOW_UNAUTHENTICATED:-0}" == "1" ]] && PUBLIC_FLAG="--allow-unauthenticated"
+IMAGE_URI="${IMAGE_URI:-$REGION-docker.pkg.dev/$PROJECT/$NAME/$NAME:cloudrun}"
 
-quote() {  # one argument as a shell word: bare when safe, "..." around a $(command), '...' otherwise
-    local word="$1"
-    if [[ "$word" =~ ^[A-Za-z0-9_./:=@,+-]+$ ]]; then printf '%s' "$word"
-    elif [[ "$word" == *'$('* ]]; then printf '"%s"' "$word"
-    else printf "'%s'" "${word//\'/\'\\\'\'}"
-    fi
+# The commands: one list (infra/commands.sh), printed as it is (print) or run from the repository root (deploy).
+# A resource that may exist already is described first and created only when that fails; the values only Google
+# Cloud knows (its service agents, the triggers' subscriptions) are read into shell variables by the lines that
+# use them; the staging folder is the variable STAGE_DIR.
+note() { command_note "$@"; }
+run() { command_add "$@"; }
+unless_exists() {  # DESCRIBE-WORDS -- CREATE-WORDS: the create command, run only when describing the resource fails
+    local describe=() create=() word line
+    while [[ "$1" != -- ]]; do describe+=("$1"); shift; done
+    shift
+    create=("$@")
+    line=""
+    for word in "${describe[@]}"; do line+="$(command_quote "$word") "; done
+    line+=">/dev/null 2>&1 ||"
+    for word in "${create[@]}"; do line+=" $(command_quote "$word")"; done
+    command_raw "$line"
 }
-run() {  # print a command; in deploy mode, run it too (from the repository root, where the printed paths start)
-    local word line=""
-    for word in "$@"; do line+="$(quote "$word") "; done
-    echo "${line% }"
-    if [[ "$MODE" == "deploy" ]]; then (cd "$REPO_ROOT" && "$@"); fi
-}
-note() { echo "# $*"; }
-exists() { [[ "$MODE" == "deploy" ]] && "$@" >/dev/null 2>&1; }
+if [[ "$PLATFORM" == functions ]]; then TARGET=deploy-gcp; else TARGET=deploy-cloudrun; fi
+note "Google Cloud ($([[ "$PLATFORM" == functions ]] && echo "Cloud Functions" || echo "Cloud Run"), make $TARGET): needs the Google Cloud CLI (gcloud), logged in with rights to create" \
+    "$([[ "$PLATFORM" == run ]] && echo "services, repositories" || echo "functions"), buckets and IAM bindings$([[ "$PLATFORM" == run ]] && echo ", and a container engine for make image-gcp"); run these from the repository root in bash."
+note "needs GCP_PROJECT, INPUT_BUCKET and OUTPUT_BUCKET ([GCP_REGION=$REGION] [FUNCTION_NAME=$NAME] [STAGE_DIR=...]); those not given show as <NAME>:"
+note "  make $TARGET GCP_PROJECT=... INPUT_BUCKET=... OUTPUT_BUCKET=... prints them filled in, and DEPLOY=1 runs them"
+[[ -z "$NOTICE" ]] || note "$NOTICE"
+if [[ -n "$STAGE_GIVEN" ]]; then
+    command_raw "STAGE_DIR=$(command_quote "$STAGE_GIVEN")"
+    run mkdir -p '$STAGE_DIR'
+else
+    command_raw 'STAGE_DIR="$(mktemp -d)"'
+fi
 
 note "1. APIs"
 run gcloud services enable cloudfunctions.googleapis.com run.googleapis.com cloudbuild.googleapis.com \
@@ -200,31 +213,32 @@ run gcloud services enable cloudfunctions.googleapis.com run.googleapis.com clou
     --project "$PROJECT"
 
 note "2. a service account for the functions: read the input bucket, write the output bucket"
-exists gcloud iam service-accounts describe "$SA" --project "$PROJECT" \
-    || run gcloud iam service-accounts create "${SA_NAME:0:30}" --project "$PROJECT" \
+unless_exists gcloud iam service-accounts describe "$SA" --project "$PROJECT" \
+    -- gcloud iam service-accounts create "${SA_NAME:0:30}" --project "$PROJECT" \
         --display-name "Chinese-English translation function"
 
 note "3. the buckets (in the functions' region) and their permissions"
-exists gcloud storage buckets describe "gs://$INPUT" \
-    || run gcloud storage buckets create "gs://$INPUT" --project "$PROJECT" --location "$REGION" --uniform-bucket-level-access
-exists gcloud storage buckets describe "gs://$OUTPUT" \
-    || run gcloud storage buckets create "gs://$OUTPUT" --project "$PROJECT" --location "$REGION" --uniform-bucket-level-access
+unless_exists gcloud storage buckets describe "gs://$INPUT" \
+    -- gcloud storage buckets create "gs://$INPUT" --project "$PROJECT" --location "$REGION" --uniform-bucket-level-access
+unless_exists gcloud storage buckets describe "gs://$OUTPUT" \
+    -- gcloud storage buckets create "gs://$OUTPUT" --project "$PROJECT" --location "$REGION" --uniform-bucket-level-access
 run gcloud storage buckets add-iam-policy-binding "gs://$INPUT" --member "serviceAccount:$SA" --role roles/storage.objectViewer
-# DeepL's document API: write uploaded documents and delete them once downloaded, only under the document prefix
+note "DeepL's document API: write uploaded documents and delete them once downloaded, only under the document prefix"
 run gcloud storage buckets add-iam-policy-binding "gs://$INPUT" --member "serviceAccount:$SA" --role roles/storage.objectUser \
     --condition "expression=resource.name.startsWith('projects/_/buckets/$INPUT/objects/$DOCUMENT_PREFIX'),title=documents-only"
-# objectUser, not objectCreator: replacing an earlier translation of the same file also needs objects.delete
+note "objectUser, not objectCreator: replacing an earlier translation of the same file also needs objects.delete"
 run gcloud storage buckets add-iam-policy-binding "gs://$OUTPUT" --member "serviceAccount:$SA" --role roles/storage.objectUser
 
 note "4. Eventarc: Cloud Storage publishes the finalize events; the account receives them"
-run gcloud projects add-iam-policy-binding "$PROJECT" --member "serviceAccount:$SERVICE_AGENT" --role roles/pubsub.publisher
+command_raw "SERVICE_AGENT=\"\$(gcloud storage service-agent --project $(command_quote "$PROJECT"))\""
+run gcloud projects add-iam-policy-binding "$PROJECT" --member 'serviceAccount:$SERVICE_AGENT' --role roles/pubsub.publisher
 run gcloud projects add-iam-policy-binding "$PROJECT" --member "serviceAccount:$SA" --role roles/eventarc.eventReceiver
 
 event_service() {  # SUFFIX BUCKET INSTANCES: a Cloud Run event service, who may invoke it, its Eventarc trigger
     local service="$NAME-$1"
     run gcloud run deploy "$service" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" --no-allow-unauthenticated \
         --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$3" \
-        --service-account "$SA" --env-vars-file "$STAGE/env-run-$1.yaml"
+        --service-account "$SA" --env-vars-file "\$STAGE_DIR/env-run-$1.yaml"
     run gcloud run services add-iam-policy-binding "$service" --project "$PROJECT" --region "$REGION" \
         --member "serviceAccount:$SA" --role roles/run.invoker
     run gcloud eventarc triggers create "$service" --project "$PROJECT" --location "$REGION" \
@@ -232,52 +246,53 @@ event_service() {  # SUFFIX BUCKET INSTANCES: a Cloud Run event service, who may
         --event-filters "type=$FINALIZED" --event-filters "bucket=$2" --service-account "$SA"
 }
 
-IMAGE_URI="${IMAGE_URI:-$REGION-docker.pkg.dev/$PROJECT/$NAME/$NAME:cloudrun}"
 if [[ "$PLATFORM" == functions ]]; then
-note "0. the functions' source in $STAGE/source: main.py, handler/, requirements.txt, and the $FAMILY bundle $SHIPPED"
-echo "BUNDLE=$SHIPPED infra/gcp/deploy.sh stage $STAGE"
-[[ "$MODE" != deploy ]] || stage "$STAGE"
+note "0. the functions' source in \$STAGE_DIR/source: main.py, handler/, requirements.txt, and the $FAMILY bundle $SHIPPED"
+run "BUNDLE=$SHIPPED" "INPUT_BUCKET=$INPUT" "OUTPUT_BUCKET=$OUTPUT" bash infra/gcp/deploy.sh stage '$STAGE_DIR'
 note "5. the HTTP function (source: main.py, handler/, model_artifacts/default/, requirements.txt)"
 run gcloud functions deploy "$NAME" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
-    --source "$STAGE/source" --entry-point translate_http --trigger-http "$PUBLIC_FLAG" \
+    --source '$STAGE_DIR/source' --entry-point translate_http --trigger-http "$PUBLIC_FLAG" \
     --memory "$MEMORY" --cpu "$CPU" --timeout "$HTTP_TIMEOUT" \
-    --service-account "$SA" --env-vars-file "$STAGE/env-http.yaml"
+    --service-account "$SA" --env-vars-file '$STAGE_DIR/env-http.yaml'
 
 note "6. the file function: uploads to gs://$INPUT are translated into gs://$OUTPUT"
 run gcloud functions deploy "$NAME-files" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
-    --source "$STAGE/source" --entry-point translate_storage_event \
+    --source '$STAGE_DIR/source' --entry-point translate_storage_event \
     --trigger-event-filters "type=$FINALIZED" --trigger-event-filters "bucket=$INPUT" --trigger-location "$REGION" \
     --trigger-service-account "$SA" --retry \
     --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$FILE_INSTANCES" \
-    --service-account "$SA" --env-vars-file "$STAGE/env-files.yaml"
+    --service-account "$SA" --env-vars-file '$STAGE_DIR/env-files.yaml'
 run gcloud functions add-invoker-policy-binding "$NAME-files" --project "$PROJECT" --region "$REGION" \
     --member "serviceAccount:$SA"
 
 note "7. the parts function: the fan-out's parts in gs://$OUTPUT, retried when an invocation fails"
 run gcloud functions deploy "$NAME-parts" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
-    --source "$STAGE/source" --entry-point translate_part_event \
+    --source '$STAGE_DIR/source' --entry-point translate_part_event \
     --trigger-event-filters "type=$FINALIZED" --trigger-event-filters "bucket=$OUTPUT" --trigger-location "$REGION" \
     --trigger-service-account "$SA" --retry \
     --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$PART_INSTANCES" \
-    --service-account "$SA" --env-vars-file "$STAGE/env-files.yaml"
+    --service-account "$SA" --env-vars-file '$STAGE_DIR/env-files.yaml'
 run gcloud functions add-invoker-policy-binding "$NAME-parts" --project "$PROJECT" --region "$REGION" \
     --member "serviceAccount:$SA"
 
 else
 note "0. the image: the Dockerfile's cloudrun target baking the $FAMILY bundle $SHIPPED, in Artifact Registry"
-exists gcloud artifacts repositories describe "$NAME" --project "$PROJECT" --location "$REGION" \
-    || run gcloud artifacts repositories create "$NAME" --project "$PROJECT" --location "$REGION" --repository-format docker
+unless_exists gcloud artifacts repositories describe "$NAME" --project "$PROJECT" --location "$REGION" \
+    -- gcloud artifacts repositories create "$NAME" --project "$PROJECT" --location "$REGION" --repository-format docker
 note "   registry credentials for docker (podman/buildah: gcloud auth print-access-token | podman login -u oauth2accesstoken --password-stdin $REGION-docker.pkg.dev)"
 run gcloud auth configure-docker "$REGION-docker.pkg.dev" --quiet
-run make image-gcp "BUNDLE=$SHIPPED" "IMAGE=${IMAGE_URI%:cloudrun}"
-run bash infra/container/image.sh push "$IMAGE_URI" "$IMAGE_URI"
-note "   each service's settings: infra/gcp/env.yaml with FUNCTION_TARGET (and the event services' output bucket and timeout), written by deploy as $STAGE/env-run-{http,files,parts}.yaml"
-[[ "$MODE" != deploy ]] || env_files "$STAGE"
+ENGINE=()  # the container engine and base image given to make, carried into the lines that build and push
+[[ -z "${CONTAINER:-}" ]] || ENGINE+=("CONTAINER=$CONTAINER")
+[[ -z "${BASE_IMAGE:-}" ]] || BASE=("BASE_IMAGE=$BASE_IMAGE")
+run make image-gcp "BUNDLE=$SHIPPED" "IMAGE=${IMAGE_URI%:cloudrun}" "${ENGINE[@]}" "${BASE[@]}"
+run "${ENGINE[@]}" bash infra/container/image.sh push "$IMAGE_URI" "$IMAGE_URI"
+note "   each service's settings: infra/gcp/env.yaml with FUNCTION_TARGET, the buckets and the timeout, in \$STAGE_DIR/env-run-{http,files,parts}.yaml"
+run "PLATFORM=run" "INPUT_BUCKET=$INPUT" "OUTPUT_BUCKET=$OUTPUT" bash infra/gcp/deploy.sh env '$STAGE_DIR'
 
 note "5. the HTTP service (FUNCTION_TARGET=translate_http)"
 run gcloud run deploy "$NAME" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" "$PUBLIC_FLAG" \
     --memory "$MEMORY" --cpu "$CPU" --timeout "$HTTP_TIMEOUT" \
-    --service-account "$SA" --env-vars-file "$STAGE/env-run-http.yaml"
+    --service-account "$SA" --env-vars-file '$STAGE_DIR/env-run-http.yaml'
 
 note "6. the file service: uploads to gs://$INPUT are translated into gs://$OUTPUT (FUNCTION_TARGET=translate_storage_event)"
 event_service files "$INPUT" "$FILE_INSTANCES"
@@ -287,34 +302,30 @@ event_service parts "$OUTPUT" "$PART_INSTANCES"
 fi
 
 note "8. failed events: retried with backoff, then kept in the dead-letter topic $DEAD_LETTERS"
-exists gcloud pubsub topics describe "$DEAD_LETTERS" --project "$PROJECT" \
-    || run gcloud pubsub topics create "$DEAD_LETTERS" --project "$PROJECT"
-exists gcloud pubsub subscriptions describe "$DEAD_LETTERS-kept" --project "$PROJECT" \
-    || run gcloud pubsub subscriptions create "$DEAD_LETTERS-kept" --project "$PROJECT" --topic "$DEAD_LETTERS" \
+unless_exists gcloud pubsub topics describe "$DEAD_LETTERS" --project "$PROJECT" \
+    -- gcloud pubsub topics create "$DEAD_LETTERS" --project "$PROJECT"
+unless_exists gcloud pubsub subscriptions describe "$DEAD_LETTERS-kept" --project "$PROJECT" \
+    -- gcloud pubsub subscriptions create "$DEAD_LETTERS-kept" --project "$PROJECT" --topic "$DEAD_LETTERS" \
         --message-retention-duration 7d --expiration-period never
-if [[ "$MODE" == "deploy" ]]; then
-    PUBSUB_AGENT="service-$(gcloud projects describe "$PROJECT" --format 'value(projectNumber)')@gcp-sa-pubsub.iam.gserviceaccount.com"
-else
-    PUBSUB_AGENT='service-$(gcloud projects describe '"$PROJECT"' --format value\(projectNumber\))@gcp-sa-pubsub.iam.gserviceaccount.com'
-fi
+P="$(command_quote "$PROJECT")"
+R="$(command_quote "$REGION")"
+command_raw "PUBSUB_AGENT=\"service-\$(gcloud projects describe $P --format 'value(projectNumber)')@gcp-sa-pubsub.iam.gserviceaccount.com\""
 run gcloud pubsub topics add-iam-policy-binding "$DEAD_LETTERS" --project "$PROJECT" \
-    --member "serviceAccount:$PUBSUB_AGENT" --role roles/pubsub.publisher
+    --member 'serviceAccount:$PUBSUB_AGENT' --role roles/pubsub.publisher
 for FUNCTION in "$NAME-files" "$NAME-parts"; do
-    if [[ "$PLATFORM" == run && "$MODE" == "deploy" ]]; then
-        SUBSCRIPTION="$(gcloud eventarc triggers describe "$FUNCTION" --project "$PROJECT" --location "$REGION" --format 'value(transport.pubsub.subscription)')"
-    elif [[ "$PLATFORM" == run ]]; then
-        SUBSCRIPTION='$(gcloud eventarc triggers describe '"$FUNCTION"' --location '"$REGION"' --format value\(transport.pubsub.subscription\))'
-    elif [[ "$MODE" == "deploy" ]]; then
-        TRIGGER="$(gcloud functions describe "$FUNCTION" --gen2 --project "$PROJECT" --region "$REGION" --format 'value(eventTrigger.trigger)')"
-        SUBSCRIPTION="$(gcloud eventarc triggers describe "$TRIGGER" --format 'value(transport.pubsub.subscription)')"
-    else
-        SUBSCRIPTION='$(gcloud eventarc triggers describe $(gcloud functions describe '"$FUNCTION"' --gen2 --region '"$REGION"' --format value\(eventTrigger.trigger\)) --format value\(transport.pubsub.subscription\))'
+    F="$(command_quote "$FUNCTION")"
+    note "$FUNCTION's Eventarc subscription: backoff, at most $MAX_DELIVERY_ATTEMPTS deliveries within $MAX_EVENT_AGE, then the dead-letter topic"
+    if [[ "$PLATFORM" == run ]]; then  # the trigger is named after its service
+        command_raw "SUBSCRIPTION=\"\$(gcloud eventarc triggers describe $F --project $P --location $R --format 'value(transport.pubsub.subscription)')\""
+    else  # the function's trigger, by its full resource name
+        command_raw "TRIGGER=\"\$(gcloud functions describe $F --gen2 --project $P --region $R --format 'value(eventTrigger.trigger)')\""
+        command_raw "SUBSCRIPTION=\"\$(gcloud eventarc triggers describe \"\$TRIGGER\" --format 'value(transport.pubsub.subscription)')\""
     fi
-    run gcloud pubsub subscriptions update "$SUBSCRIPTION" --project "$PROJECT" \
+    run gcloud pubsub subscriptions update '$SUBSCRIPTION' --project "$PROJECT" \
         --dead-letter-topic "$DEAD_LETTERS" --max-delivery-attempts "$MAX_DELIVERY_ATTEMPTS" \
         --message-retention-duration "$MAX_EVENT_AGE" --min-retry-delay 10s --max-retry-delay 600s
-    run gcloud pubsub subscriptions add-iam-policy-binding "$SUBSCRIPTION" --project "$PROJECT" \
-        --member "serviceAccount:$PUBSUB_AGENT" --role roles/pubsub.subscriber
+    run gcloud pubsub subscriptions add-iam-policy-binding '$SUBSCRIPTION' --project "$PROJECT" \
+        --member 'serviceAccount:$PUBSUB_AGENT' --role roles/pubsub.subscriber
 done
 
 if [[ "$PLATFORM" == functions ]]; then
@@ -337,3 +348,5 @@ note "  gcloud pubsub subscriptions delete $DEAD_LETTERS-kept --project $PROJECT
 note "  gcloud pubsub topics delete $DEAD_LETTERS --project $PROJECT --quiet"
 note "  gcloud storage rm --recursive gs://$INPUT/** gs://$OUTPUT/** && gcloud storage buckets delete gs://$INPUT gs://$OUTPUT"
 note "  gcloud iam service-accounts delete $SA --project $PROJECT --quiet"
+
+if [[ "$MODE" == "deploy" ]]; then commands_run "$REPO_ROOT"; else commands_print; fi

@@ -34,10 +34,14 @@ def resolve_folder(model: str | Path) -> Path:
         raise ExportError(f"checkpoint folder {path} does not exist")
     from huggingface_hub import snapshot_download
 
+    from build.hub_check import download_hint
+
     try:
         return Path(snapshot_download(str(model)))
-    except Exception as error:  # network, missing repo, auth: one message with the cause
-        raise ExportError(f"cannot download {model!r} from the Hugging Face hub: {error}") from error
+    except Exception as error:  # network, missing repo, auth: one message with the cause, and the way around it
+        raise ExportError(
+            f"cannot download {model!r} from the Hugging Face hub: {error}; to build it anyway, {download_hint(str(model))}"
+        ) from error
 
 
 def spec_from(config: Any, tokenizer: Any) -> ModelSpec:

@@ -1,0 +1,131 @@
+"""Can ``make model MODEL=<hub id>`` download that checkpoint here? Asked before the 3.8 GB build environment is
+installed, with the standard library only (``make model`` runs it with the system ``python3``):
+
+    python3 -m build.hub_check MODEL [--family marian|csanmt]
+
+Exit status 0 when MODEL is an existing folder (``build.export`` judges what is in it), a hub id already in the
+Hugging Face cache (the hub library falls back to it offline), or a hub id the hub answers for
+(``GET $HF_ENDPOINT/api/models/<id>``, default endpoint https://huggingface.co, ``HF_TOKEN`` sent when set, at most
+``HUB_CHECK_TIMEOUT_S`` seconds, default 10). Otherwise exit status 2 and what to do: download the checkpoint where
+there is network and pass ``MODEL=<folder>``. ``HF_HUB_OFFLINE=1`` means: the cache or nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+DEFAULT_TIMEOUT_S = 10.0
+TRUE_VALUES = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """Where and how the hub is asked, from the same variables huggingface_hub reads."""
+
+    endpoint: str = DEFAULT_ENDPOINT
+    offline: bool = False
+    cache: Path = Path.home() / ".cache" / "huggingface" / "hub"
+    token: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> HubSettings:
+        home = Path(environ.get("HF_HOME") or Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface")
+        cache = Path(environ.get("HF_HUB_CACHE") or environ.get("HUGGINGFACE_HUB_CACHE") or home / "hub")
+        timeout = environ.get("HUB_CHECK_TIMEOUT_S") or ""
+        return cls(
+            endpoint=(environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/"),
+            offline=(environ.get("HF_HUB_OFFLINE") or "").strip().lower() in TRUE_VALUES,
+            cache=cache,
+            token=environ.get("HF_TOKEN") or None,
+            timeout_s=float(timeout) if timeout else DEFAULT_TIMEOUT_S,
+        )
+
+
+def download_hint(model: str) -> str:
+    """How to build from a folder instead: download it where there is network, bring it here, pass its path."""
+    folder = model.rstrip("/").rsplit("/", 1)[-1]
+    return (
+        f"download it where you have network and pass MODEL=<folder>: pip install huggingface_hub, then "
+        f"`hf download {model} --local-dir {folder}` (older huggingface_hub: `huggingface-cli download {model} "
+        f"--local-dir {folder}`), copy that folder here and run: make model MODEL={folder} NAME={folder}"
+    )
+
+
+def looks_like_a_path(model: str) -> bool:
+    """A hub id is ``name`` or ``owner/name``; anything else can only be meant as a folder."""
+    return model.startswith((".", "/", "~")) or model.count("/") > 1 or model.endswith("/")
+
+
+def in_cache(model: str, cache: Path) -> bool:
+    snapshots = cache / f"models--{model.replace('/', '--')}" / "snapshots"
+    return snapshots.is_dir() and any(snapshots.iterdir())
+
+
+def ask_hub(model: str, settings: HubSettings) -> str | None:
+    """None when the hub answers for the model, else why not."""
+    request = urllib.request.Request(f"{settings.endpoint}/api/models/{model}", method="GET")
+    if settings.token:
+        request.add_header("Authorization", f"Bearer {settings.token}")
+    try:
+        with urllib.request.urlopen(request, timeout=settings.timeout_s) as answer:  # noqa: S310 - http(s) endpoint
+            json.load(answer)
+        return None
+    except urllib.error.HTTPError as error:
+        if error.code in (401, 403, 404):
+            return (
+                f"the Hugging Face hub ({settings.endpoint}) has no model {model!r} this machine may read "
+                f"(HTTP {error.code}): check the id, or for a gated or private model log in (HF_TOKEN=...)"
+            )
+        return f"the Hugging Face hub ({settings.endpoint}) answered HTTP {error.code} for {model!r}"
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        return f"cannot reach the Hugging Face hub at {settings.endpoint} ({reason})"
+
+
+def problem(model: str, settings: HubSettings, family: str | None = None) -> str | None:
+    """None when ``make model`` can go on with MODEL, else the message that says what to do instead."""
+    if Path(model).expanduser().exists():
+        return None
+    if looks_like_a_path(model):
+        return f"MODEL={model}: no such folder (a hub id is <owner>/<name>, e.g. Helsinki-NLP/opus-mt-zh-en)"
+    if family == "csanmt" or "csanmt" in model.lower():
+        return (
+            f"MODEL={model} is not a local folder; CSANMT models come from ModelScope, not the Hugging Face hub: "
+            f"download the folder where you have network (`modelscope download {model} --local-dir DIR`) and pass "
+            "MODEL=DIR"
+        )
+    if in_cache(model, settings.cache):
+        return None
+    if settings.offline:
+        why = f"HF_HUB_OFFLINE is set and {model!r} is not in the Hugging Face cache ({settings.cache})"
+    else:
+        why = ask_hub(model, settings)
+        if why is None:
+            return None
+    return f"MODEL={model}: {why}. Nothing was installed. To build it anyway, {download_hint(model)}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m build.hub_check", description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", help="checkpoint folder or Hugging Face hub id (make model's MODEL)")
+    parser.add_argument("--family", default=None, help="make model's FAMILY, when given")
+    arguments = parser.parse_args(argv)
+    message = problem(arguments.model, HubSettings.from_env(os.environ), arguments.family or None)
+    if message is None:
+        return 0
+    print(f"make model: {message}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
