@@ -23,8 +23,13 @@ sentence in the text), every other segment keeping its main translation; a text 
 translation (no Chinese, or the search found none) has none. Alternatives are distinct, differ from the main
 translation, come in the search's order (best first) and are the same for the same request.
 
-One translation runs at a time per service (a lock): the ONNX Runtime sessions already use every thread the
-configuration gives them, so concurrent requests would only compete for the same cores and memory.
+One batch decodes at a time per service (a lock): the ONNX Runtime sessions already use every thread the
+configuration gives them, so concurrent requests would only compete for the same cores and memory. A request
+carries its options, deadline, progress and what it has decoded down the pipeline in one ``_Run``.
+
+Streaming (``translate_stream``, ``handler.streaming``): the request's units (sentences of plain text, blocks of
+markup) are decoded in windows of consecutive units, each window's batches one at a time, and each unit is yielded
+as soon as it and every unit before it are done; the translations are the same byte for byte as the whole call's.
 """
 
 from __future__ import annotations
@@ -33,8 +38,8 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from handler.config import ENV_GLOSSARY_FILE, ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
@@ -52,12 +57,20 @@ from handler.model.decoding import Hypothesis
 from handler.model.families.base import SearchRequest
 from handler.model.loader import LoadedModel
 from handler.model.memory import release_free_heap
+from handler.streaming import StreamedUnit, StreamProgress, plan_windows
 from handler.text.cleaning import clean_translation
 from handler.text.glossary import MAX_FILE_TERMS, Glossary, deployment_glossary
 from handler.text.markup import FORMATS, MarkupDocument, parse_markup
 from handler.text.script_conversion import AUTO, canonical_variant, default_converter
 from handler.text.segmentation import Document, one_line, split_document
-from handler.text.spans import ProtectedSpan, SpanKind, Translation, has_chinese, translate_protected
+from handler.text.spans import (
+    ProtectedSpan,
+    SpanKind,
+    Translation,
+    first_model_inputs,
+    has_chinese,
+    translate_protected,
+)
 from handler.text.validation import require_unicode
 from handler.translation_memory import MemoryKey, Remembered, TranslationMemory, current_work
 
@@ -184,6 +197,18 @@ class TextAlternatives:
     alternatives: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class StreamFinished:
+    """A streamed request's last event: every text's translation exactly as ``translate_detailed`` gives it."""
+
+    translations: tuple[TextTranslation, ...]
+    units: int  # how many ``StreamedUnit`` events came before
+    characters: int  # the request's characters
+
+
+StreamEvent = StreamedUnit | StreamProgress | StreamFinished
+
+
 class ThroughputMeter:
     """Decoding speed measured on finished batches, recent batches weighing more; projects future work.
 
@@ -215,6 +240,39 @@ class _Segments:
     @property
     def total_characters(self) -> int:
         return sum(self.characters)
+
+
+@dataclass
+class _Run:
+    """One request on its way through the service: its options and deadline, how it reports progress, and what its
+    decoding has found so far (carried down the pipeline as one object)."""
+
+    options: TranslateOptions
+    beam_size: int
+    deadline: float | None = None  # a time.monotonic() value
+    progress: Callable[[int, int], None] | None = None  # (done characters, total characters), after every batch
+    total: int = 0  # the characters progress counts: every occurrence of every segment
+    # True: the first deadline check projects all the work still to do, and refuses at once when it cannot fit;
+    # False (streaming): each check projects the next batch only, so that everything done in time is delivered
+    refuse_early: bool = True
+    noun: str = "the text"  # what the deadline's messages call the request's text
+    decoded: dict[str, Remembered] = field(default_factory=dict)  # model input -> this request's decoding of it
+    scored: dict[str, SegmentModelScore] = field(default_factory=dict)  # model input -> hypothesis, source tokens
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """What a stream yields one at a time: a segment of plain text or a block of markup, with where it is."""
+
+    text: int
+    block: Document
+    segment: int | None  # the segment of ``block`` (plain text), or None for the whole block (markup)
+    source_span: tuple[int, int] | None
+
+    @property
+    def sources(self) -> list[str]:
+        texts = self.block.texts
+        return texts if self.segment is None else [texts[self.segment]]
 
 
 @dataclass(frozen=True)
@@ -280,14 +338,32 @@ class TranslationService:
         return [result.text for result in self.translate_detailed(texts, options)]
 
     def translate_detailed(
-        self, texts: Sequence[str], options: TranslateOptions | None = None
+        self, texts: Sequence[str], options: TranslateOptions | None = None, *, deadline: float | None = None
     ) -> list[TextTranslation]:
-        """``translate_many`` with the protected spans and glossary hits of each translation."""
+        """``translate_many`` with the protected spans and glossary hits of each translation. ``deadline`` (a
+        ``time.monotonic()`` value, the adapter's time limit): ``DeadlineExceededError`` at once when the measured
+        speed says the request cannot finish in time, as ``translate_document``."""
         self._check_request(texts)
         try:
-            return self._translate(list(texts), options or TranslateOptions(), None, None)
+            return self._translate(list(texts), self._run(options, deadline, None))
         finally:
             release_free_heap()  # the decoder's freed buffers go back to the system (handler.model.memory)
+
+    def translate_stream(
+        self, texts: Sequence[str], options: TranslateOptions | None = None, *, deadline: float | None = None
+    ) -> Iterator[StreamEvent]:
+        """``translate_detailed`` one unit at a time (``handler.streaming``): every refusal (limits, options,
+        markup) is raised here, before anything is yielded; then the returned iterator yields each
+        ``StreamedUnit`` in source order as soon as it and every unit before it are done, a ``StreamProgress``
+        after every decoded batch, and last a ``StreamFinished`` with the whole translations, equal to
+        ``translate_detailed``'s. With a ``deadline``, a batch that would end past it is not begun: the iterator
+        raises ``DeadlineExceededError`` saying how many units were delivered. Closing the iterator (a client that
+        hung up) stops the decoding before the next batch; nothing is left running."""
+        self._check_request(texts)
+        run = self._run(options, deadline, None)
+        run.refuse_early = False
+        prepared = self._prepare(list(texts), run.options)
+        return self._stream(prepared, run)
 
     def translate_alternatives(
         self, texts: Sequence[str], options: TranslateOptions | None = None, count: int = 0
@@ -299,11 +375,11 @@ class TranslationService:
                 f"the number of alternatives must be an integer from 0 to {MAX_ALTERNATIVES}; got {_shown(count)}"
             )
         self._check_request(texts)
-        options = options or TranslateOptions()
+        run = self._run(options, None, None)
         try:
             if not count:
-                return [TextAlternatives(result.text) for result in self._translate(list(texts), options, None, None)]
-            return self._alternatives(list(texts), options, count)
+                return [TextAlternatives(result.text) for result in self._translate(list(texts), run)]
+            return self._alternatives(list(texts), run, count)
         finally:
             release_free_heap()
 
@@ -336,9 +412,20 @@ class TranslationService:
             raise InvalidRequestError(f"the document must be a string; got {type(text).__name__}")
         require_unicode(text, "the document")
         try:
-            return self._translate([text], options or TranslateOptions(), deadline, progress)[0]
+            run = self._run(options, deadline, progress)
+            run.noun = "the document"
+            return self._translate([text], run)[0]
         finally:
             release_free_heap()
+
+    def _run(
+        self,
+        options: TranslateOptions | None,
+        deadline: float | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> _Run:
+        options = options or TranslateOptions()
+        return _Run(options, options.beam_size or self.config.beam_size, deadline, progress)
 
     # --- validation -----------------------------------------------------------------------------------------
 
@@ -386,38 +473,39 @@ class TranslationService:
         documents = [[self._split(block) for block in markup.blocks] for markup in markups]
         return _Prepared(list(texts), converted, markups, documents)
 
-    def _translate(
-        self,
-        texts: Sequence[str],
-        options: TranslateOptions,
-        deadline: float | None,
-        progress: Callable[[int, int], None] | None,
-    ) -> list[TextTranslation]:
+    def _translate(self, texts: Sequence[str], run: _Run) -> list[TextTranslation]:
         """Markup -> blocks -> segments -> protected translation (``handler.text.spans``) -> blocks -> markup."""
-        if deadline is not None and time.monotonic() >= deadline:  # even what the memory holds is not answered late
+        if run.deadline is not None and time.monotonic() >= run.deadline:  # the memory does not answer late either
             raise DeadlineExceededError("the deadline passed before the translation began; nothing was translated")
-        return self._translate_prepared(self._prepare(texts, options), options, deadline, progress)[0]
+        prepared = self._prepare(texts, run.options)
+        return self._translate_prepared(prepared, run)[0]
 
     def _translate_prepared(
-        self,
-        prepared: _Prepared,
-        options: TranslateOptions,
-        deadline: float | None,
-        progress: Callable[[int, int], None] | None,
+        self, prepared: _Prepared, run: _Run
     ) -> tuple[list[TextTranslation], dict[str, Translation]]:
         """Each text's translation and each segment's (by its source)."""
         # every occurrence: the model still sees a repeated segment once (_segments), and progress counts them all
         sources = prepared.sources
-        total = sum(len(t) for t in sources)
+        run.total = sum(len(t) for t in sources)
+        results = self._segment_translations(sources, self._model_for(run), run.options)
+        if run.progress is not None:
+            run.progress(run.total, run.total)
+        return self._assemble(prepared, results, run), results
+
+    def _model_for(self, run: _Run) -> Callable[[Sequence[str]], list[str]]:
+        """The model ``translate_protected`` calls, round after round: progress follows the first round (a later
+        round is a small remainder)."""
         rounds = 0
-        scored: dict[str, SegmentModelScore] = {}  # model input -> its hypothesis and source tokens
 
         def model(inputs: Sequence[str]) -> list[str]:
             nonlocal rounds
-            rounds += 1  # progress follows the first round; stitching (a second one) is a small remainder
-            return self._model_translate(inputs, options, deadline, progress if rounds == 1 else None, total, scored)
+            rounds += 1
+            return self._model_translate(inputs, run, report=rounds == 1)
 
-        results = self._segment_translations(sources, model, options)
+        return model
+
+    def _assemble(self, prepared: _Prepared, results: Mapping[str, Translation], run: _Run) -> list[TextTranslation]:
+        """Each text's translation from its segments' translations: blocks joined, markup rebuilt."""
         translations = []
         for original, converted, markup, blocks in zip(
             prepared.given, prepared.converted, prepared.markups, prepared.documents, strict=True
@@ -432,16 +520,89 @@ class TranslationService:
             )
             output = markup.rebuild(english)
             segments: tuple[ScoredSegment, ...] = ()
-            if options.scores:
+            if run.options.scores:
                 # source offsets hold for the text as given where the script conversion kept its length (it nearly
                 # always does: one character for one); otherwise they are left out
                 same_length = len(original) == len(converted)
-                segments = self._scored_segments(blocks, results, scored, converted if same_length else None, output)
+                segments = self._scored_segments(
+                    blocks, results, run.scored, converted if same_length else None, output
+                )
             translations.append(TextTranslation(output, spans, segments))
-        if progress is not None:
-            progress(total, total)
-        return translations, results
+        return translations
 
+    # --- streaming ------------------------------------------------------------------------------------------
+
+    def _stream(self, prepared: _Prepared, run: _Run) -> Iterator[StreamEvent]:
+        """The events of ``translate_stream`` (``handler.streaming`` says how the windows are chosen)."""
+        done = 0
+        try:
+            units = self._units(prepared, run.options)
+            run.total = sum(len(t) for t in prepared.sources)
+            tokens = [sum(self._tokenizer.count_tokens(t) for t in unit.sources) for unit in units]
+            windows = plan_windows(tokens, max(1, self.config.batch_tokens // run.beam_size))
+            results: dict[str, Translation] = {}
+            for window in windows:
+                sources = [t for position in window for t in units[position].sources]
+                glossary = self.glossary.merged(run.options.glossary).as_dict()
+                inputs = first_model_inputs(sources, glossary) if run.options.protect_spans else sources
+                for characters in self._decode_batches(self._fresh(inputs, run), run):
+                    done += characters
+                    yield StreamProgress(min(done, run.total), run.total)
+                results.update(self._segment_translations(sources, self._model_for(run), run.options))
+                for position in window:
+                    yield self._streamed(units[position], position, prepared, results, run)
+            translations = self._assemble(prepared, results, run)
+            yield StreamFinished(tuple(translations), len(units), sum(len(text) for text in prepared.given))
+        except DeadlineExceededError as error:
+            delivered = f"{done:,} of {run.total:,} characters were decoded"
+            raise DeadlineExceededError(f"{error} ({delivered})") from None
+        finally:
+            release_free_heap()
+
+    def _units(self, prepared: _Prepared, options: TranslateOptions) -> list[_Unit]:
+        """The request's units in order: each segment of plain text, each block of markup."""
+        units = []
+        for number, (original, converted, blocks) in enumerate(
+            zip(prepared.given, prepared.converted, prepared.documents, strict=True)
+        ):
+            same_length = len(original) == len(converted)
+            if options.format == "text":  # one block, the whole text: its segments' offsets are the text's
+                for document in blocks:
+                    for index, segment in enumerate(document.segments):
+                        span = (segment.start, segment.end) if same_length else None
+                        units.append(_Unit(number, document, index, span))
+                continue
+            at = 0
+            for document in blocks:
+                found = locate(converted, document.source.strip(), at) if same_length else None
+                at = found[1] if found else at
+                units.append(_Unit(number, document, None, found))
+        return units
+
+    def _streamed(
+        self, unit: _Unit, position: int, prepared: _Prepared, results: Mapping[str, Translation], run: _Run
+    ) -> StreamedUnit:
+        located = len(prepared.given[unit.text]) == len(prepared.converted[unit.text])
+        if unit.segment is None:
+            source = unit.block.source.strip()
+            english = unit.block.join([results[t].text for t in unit.block.texts])
+            segments: tuple[ScoredSegment, ...] = ()
+            if run.options.scores:
+                where = prepared.converted[unit.text] if located and unit.source_span else None
+                start = unit.source_span[0] if unit.source_span else 0
+                segments = self._scored_segments([unit.block], results, run.scored, where, english, start)
+            return StreamedUnit(unit.text, position, source, unit.source_span, english, segments)
+        source = unit.block.texts[unit.segment]
+        english = one_line(results[source].text)
+        segments = ()
+        if run.options.scores:
+            output_span = (0, len(english)) if english else None
+            segments = (
+                self._scored_segment(source, results[source], run.scored, unit.source_span, english, output_span),
+            )
+        return StreamedUnit(unit.text, position, source, unit.source_span, english, segments)
+
+    # --- segments, alternatives and scores ----------------------------------------------------------------
     def _segment_translations(
         self, sources: Sequence[str], model: Callable[[Sequence[str]], list[str]], options: TranslateOptions
     ) -> dict[str, Translation]:
@@ -454,10 +615,11 @@ class TranslationService:
             found = [Translation(text, "plain", (), (given,)) for given, text in zip(sources, outputs, strict=True)]
         return dict(zip(sources, found, strict=True))
 
-    def _alternatives(self, texts: list[str], options: TranslateOptions, count: int) -> list[TextAlternatives]:
+    def _alternatives(self, texts: list[str], run: _Run, count: int) -> list[TextAlternatives]:
         """Each text's translation with up to ``count`` alternatives (the module's docstring says which)."""
+        options = run.options
         prepared = self._prepare(texts, options)
-        translations, main = self._translate_prepared(prepared, options, None, None)
+        translations, main = self._translate_prepared(prepared, run)
         beam_size = min(MAX_BEAM_SIZE, max(options.beam_size or self.config.beam_size, 2 * count))
         sources = list(dict.fromkeys(prepared.sources))
         candidates: dict[str, list[str]] = {}  # model input -> its distinct cleaned translations, best first
@@ -522,101 +684,122 @@ class TranslationService:
         scored: Mapping[str, SegmentModelScore],
         source: str | None,
         output: str,
+        source_at: int = 0,
     ) -> tuple[ScoredSegment, ...]:
-        """Each segment of one text with its assessment, located in order in ``source`` (None: not located) and in
-        ``output`` (each at or after the previous one's end, so a repeated sentence is found at its own place)."""
+        """Each segment of one text with its assessment, located in order in ``source`` (None: not located; from
+        ``source_at`` on) and in ``output`` (each at or after the previous one's end, so a repeated sentence is
+        found at its own place)."""
         segments = []
-        source_at = output_at = 0
+        output_at = 0
         for document in blocks:
             for text in document.texts:
-                result = results[text]
-                model_scores = [scored[given] for given in result.model_inputs if given in scored]
-                score = (
-                    SegmentScore(
-                        tuple(hypothesis for hypothesis, _ in model_scores),
-                        sum(tokens for _, tokens in model_scores),
-                        result.method,
-                    )
-                    if model_scores
-                    else None
-                )
-                english = one_line(result.text)
+                english = one_line(results[text].text)
                 source_span = locate(source, text, source_at) if source is not None else None
                 source_at = source_span[1] if source_span else source_at
                 output_span = locate(output, english, output_at)
                 output_at = output_span[1] if output_span else output_at
-                assessment = assess(score, has_chinese(english), self.calibration)
-                segments.append(ScoredSegment(text, english, source_span, output_span, assessment, score))
+                segments.append(self._scored_segment(text, results[text], scored, source_span, english, output_span))
         return tuple(segments)
 
-    def _model_translate(
+    def _scored_segment(
         self,
-        inputs: Sequence[str],
-        options: TranslateOptions,
-        deadline: float | None,
-        progress: Callable[[int, int], None] | None,
-        total: int,
-        scored: dict[str, SegmentModelScore] | None = None,
-    ) -> list[str]:
-        """The model's cleaned translation of each input text (one segment each), from the translation memory where
-        it holds the input, else decoded; ``scored`` gets each input's hypothesis and source token count."""
-        beam_size = options.beam_size or self.config.beam_size
-        keys = {text: self._memory_key(text, options, beam_size) for text in dict.fromkeys(inputs)}
-        remembered = {text: found for text, key in keys.items() if (found := self.memory.get(key)) is not None}
+        text: str,
+        result: Translation,
+        scored: Mapping[str, SegmentModelScore],
+        source_span: tuple[int, int] | None,
+        english: str,
+        output_span: tuple[int, int] | None,
+    ) -> ScoredSegment:
+        """One segment's assessment, from the hypotheses of the model inputs it was translated from."""
+        model_scores = [scored[given] for given in result.model_inputs if given in scored]
+        score = (
+            SegmentScore(
+                tuple(hypothesis for hypothesis, _ in model_scores),
+                sum(tokens for _, tokens in model_scores),
+                result.method,
+            )
+            if model_scores
+            else None
+        )
+        assessment = assess(score, has_chinese(english), self.calibration)
+        return ScoredSegment(text, english, source_span, output_span, assessment, score)
+
+    # --- the model step -------------------------------------------------------------------------------------
+
+    def _model_translate(self, inputs: Sequence[str], run: _Run, *, report: bool = False) -> list[str]:
+        """The model's cleaned translation of each input text (one segment each): what this request already decoded,
+        else the translation memory's, else decoded now (``report``: with progress); ``run.scored`` gets each
+        input's hypothesis and source token count."""
+        fresh = self._fresh(inputs, run)  # the memory's answers go into run.decoded
+        if fresh:
+            for _ in self._decode_batches(fresh, run, report=report):
+                pass
+        elif report and run.progress is not None:
+            run.progress(run.total, run.total)
+        for text in dict.fromkeys(inputs):
+            entry = run.decoded[text]
+            run.scored[text] = (entry.hypothesis, entry.source_tokens)
+        return [run.decoded[text].translation for text in inputs]
+
+    def _fresh(self, inputs: Sequence[str], run: _Run) -> list[str]:
+        """The distinct ``inputs`` neither this request nor the translation memory has translated yet (the memory's
+        answers go into ``run.decoded``); counted in the request's work (segments from memory, decoded)."""
+        fresh = []
+        from_memory = 0
+        for text in dict.fromkeys(inputs):
+            if text in run.decoded:
+                continue
+            remembered = self.memory.get(self._memory_key(text, run))
+            if remembered is None:
+                fresh.append(text)
+            else:
+                run.decoded[text] = remembered
+                from_memory += 1
         work = current_work.get()
         if work is not None:
-            work.from_memory += len(remembered)
-            work.decoded += len(keys) - len(remembered)
-        fresh = [text for text in inputs if text not in remembered]
-        if fresh:
-            for text, entry in self._decode_all(fresh, options, beam_size, deadline, progress, total).items():
-                remembered[text] = entry
-                self.memory.put(keys[text], entry)
-        elif progress is not None:
-            progress(total, total)
-        if scored is not None:
-            for text, entry in remembered.items():
-                scored[text] = (entry.hypothesis, entry.source_tokens)
-        return [remembered[text].translation for text in inputs]
+            work.from_memory += from_memory
+            work.decoded += len(fresh)
+        return fresh
 
-    def _memory_key(self, text: str, options: TranslateOptions, beam_size: int) -> MemoryKey:
+    def _memory_key(self, text: str, run: _Run) -> MemoryKey:
+        options = run.options
         return MemoryKey(
             self._bundle_hash,
-            beam_size,
+            run.beam_size,
             options.length_penalty,
             options.max_length_ratio,
             options.repetition_guard,
             text,
         )
 
-    def _decode_all(
-        self,
-        inputs: Sequence[str],
-        options: TranslateOptions,
-        beam_size: int,
-        deadline: float | None,
-        progress: Callable[[int, int], None] | None,
-        total: int,
-    ) -> dict[str, Remembered]:
-        """Batch, decode and clean ``inputs`` (the model is asked each distinct one once)."""
+    def _decode_batches(self, inputs: Sequence[str], run: _Run, *, report: bool = False) -> Iterator[int]:
+        """Batch, decode and clean ``inputs`` (distinct, none translated yet) into ``run.decoded`` and the
+        translation memory, one batch at a time; yields the characters each batch translated. ``report``: calls
+        ``run.progress`` after every batch. The deadline is checked before every batch (``_check_deadline``)."""
+        if not inputs:
+            return
         segments = self._segments(inputs)
-        batches = self._plan(segments, options, beam_size)
-        outputs: list[list[Hypothesis]] = []
-        with self._lock:
-            done = 0
-            for number, batch in enumerate(batches):
-                if deadline is not None:
-                    self._check_deadline(deadline, batches[number:], segments, beam_size, number, len(batches))
-                outputs.append(self._decode(batch, segments, options, beam_size))
-                release_free_heap()  # a batch's freed caches, before the next batch grows the heap again
-                done += sum(segments.characters[index] for index in batch.indices)
-                if progress is not None:
-                    progress(done * total // max(1, segments.total_characters), total)
-        hypotheses = restore_order(batches, outputs, len(segments.texts))
-        return {
-            text: Remembered(clean_translation(self._tokenizer.decode(hypothesis.ids)), hypothesis, len(ids))
-            for text, hypothesis, ids in zip(segments.texts, hypotheses, segments.encoded, strict=True)
-        }
+        batches = self._plan(segments, run.options, run.beam_size)
+        done = 0
+        for number, batch in enumerate(batches):
+            if run.deadline is not None:
+                self._check_deadline(run, batches[number:], segments, number, len(batches))
+            with self._lock:
+                hypotheses = self._decode(batch, segments, run.options, run.beam_size)
+            release_free_heap()  # a batch's freed caches, before the next batch grows the heap again
+            characters = 0
+            for index, hypothesis in zip(batch.indices, hypotheses, strict=True):
+                text = segments.texts[index]
+                entry = Remembered(
+                    clean_translation(self._tokenizer.decode(hypothesis.ids)), hypothesis, len(segments.encoded[index])
+                )
+                run.decoded[text] = entry
+                self.memory.put(self._memory_key(text, run), entry)
+                characters += segments.characters[index]
+            done += characters
+            if report and run.progress is not None:
+                run.progress(done * run.total // max(1, segments.total_characters), run.total)
+            yield characters
 
     def max_new_tokens(self, source_tokens: int, options: TranslateOptions) -> int:
         """Decoding steps for a source of ``source_tokens`` tokens (the end-of-sentence token included)."""
@@ -656,27 +839,24 @@ class TranslationService:
     # --- deadlines ------------------------------------------------------------------------------------------
 
     def _check_deadline(
-        self,
-        deadline: float,
-        remaining: Sequence[Batch],
-        segments: _Segments,
-        beam_size: int,
-        number: int,
-        total: int,
+        self, run: _Run, remaining: Sequence[Batch], segments: _Segments, number: int, total: int
     ) -> None:
+        """Raise ``DeadlineExceededError`` when the deadline passed, or when the measured speed says the work ahead
+        (all of it on a request's first check, ``run.refuse_early``; else the next batch) cannot end before it."""
+        assert run.deadline is not None
         now = time.monotonic()
         done = f"{number} of {total} batches done" if number else "nothing was translated"
-        if now >= deadline:
+        if now >= run.deadline:
             raise DeadlineExceededError(f"the deadline passed before batch {number + 1} of {total}; {done}")
-        if number == 0:
-            needed = self.throughput.seconds_for(sum(_work(batch, segments, beam_size) for batch in remaining))
-            what = "the document needs about"
+        if number == 0 and run.refuse_early:
+            needed = self.throughput.seconds_for(sum(_work(batch, segments, run.beam_size) for batch in remaining))
+            what = f"{run.noun} needs about"
         else:
-            needed = self.throughput.seconds_for(_work(remaining[0], segments, beam_size))
+            needed = self.throughput.seconds_for(_work(remaining[0], segments, run.beam_size))
             what = f"batch {number + 1} of {total} needs about"
         if needed is None:
             return
-        left = deadline - now
+        left = run.deadline - now
         if needed > left:
             raise DeadlineExceededError(
                 f"{what} {needed:,.1f} s at the measured speed, but only {left:,.1f} s are left before the deadline; "

@@ -12,10 +12,12 @@ digits, at most ``HttpApi.max_request_bytes``; a longer body is refused with 413
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from handler.adapters.hangup import peer_closed, until_peer_closes
 from handler.api.access_log import configure_logging
 from handler.api.messages import UNREADABLE_PATH, HttpRequest, HttpResponse, RequestRefusedError
 from handler.api.router import HttpApi
@@ -121,10 +123,38 @@ def make_server(api: HttpApi, host: str = "127.0.0.1", port: int = 8080) -> Thre
             self.send_response(response.status)
             for name, value in response.headers.items():
                 self.send_header(name, value)
+            if response.stream is not None:
+                self._send_stream(response.stream)
+                return
             if self.command != "HEAD" or response.body:
                 self.send_header("Content-Length", str(len(response.body)))
             self.end_headers()
             self.wfile.write(response.body)
+
+        def _send_stream(self, stream: Iterator[bytes]) -> None:
+            """Each chunk as it comes (chunked transfer encoding; HTTP/1.0: the bytes, then the connection closes),
+            flushed at once; a client that hung up closes the stream, which stops the work behind it."""
+            chunked = self.request_version != "HTTP/1.0"
+            if chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.close_connection = True
+            self.end_headers()
+            chunks = until_peer_closes(stream, self.connection)
+            try:
+                for chunk in chunks:
+                    if chunk:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                        self.wfile.flush()
+                if peer_closed(self.connection):
+                    self.close_connection = True
+                elif chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+            except OSError:  # the client hung up: nothing more to send
+                self.close_connection = True
+            finally:
+                chunks.close()  # type: ignore[attr-defined]  # a generator
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _answer
 

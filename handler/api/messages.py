@@ -9,7 +9,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
 from typing import Any
@@ -51,6 +51,9 @@ class HttpRequest:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
     platform_request_id: str | None = None  # the platform's id of the request (Lambda's requestContext.requestId)
+    # the adapter's time limit for the answer, a time.monotonic() value (Lambda's remaining time, Cloud Run's and
+    # Cloud Functions' request timeout); None: no limit
+    deadline: float | None = None
 
     @classmethod
     def create(
@@ -60,6 +63,7 @@ class HttpRequest:
         headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
         body: bytes | None = None,
         platform_request_id: str | None = None,
+        deadline: float | None = None,
     ) -> HttpRequest:
         """Normalise: upper-case method, lower-case header names (repeated headers joined with ", ")."""
         pairs = headers.items() if isinstance(headers, Mapping) else headers
@@ -67,14 +71,19 @@ class HttpRequest:
         for name, value in pairs:
             key = name.lower()
             merged[key] = f"{merged[key]}, {value}" if key in merged else str(value)
-        return cls(method.upper(), path or "/", merged, body or b"", platform_request_id)
+        return cls(method.upper(), path or "/", merged, body or b"", platform_request_id, deadline)
 
 
 @dataclass(frozen=True)
 class HttpResponse:
+    """An answer. With ``stream``, the body is that iterator's chunks (``body`` is empty): an adapter sends the
+    headers at once, writes and flushes each chunk as it comes, and closes the iterator when the client is gone
+    (which stops the work behind it); it never buffers a stream whole."""
+
     status: int
     headers: dict[str, str]
     body: bytes
+    stream: Iterator[bytes] | None = None
 
     def body_text(self) -> str:
         return self.body.decode("utf-8")

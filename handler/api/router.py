@@ -28,10 +28,11 @@ response carries the security headers of ``SECURITY_HEADERS`` (the page more, ``
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from handler.api.access_log import (
@@ -68,10 +69,23 @@ from handler.api.messages import (
 from handler.api.openapi import build_document
 from handler.api.page import PAGE_SECURITY_HEADERS, page_security_policy, render_page
 from handler.api.scores import SCORES_FIELD, segments_json
+from handler.api.streamed import (
+    STREAM_FIELD,
+    StreamOutcome,
+    stream_body,
+    stream_headers,
+    wants_event_stream,
+)
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS
-from handler.errors import InvalidRequestError, RequestTooLargeError, TranslatorError, UnauthorizedError
-from handler.service import TextTranslation, TranslateOptions
+from handler.errors import (
+    DeadlineExceededError,
+    InvalidRequestError,
+    RequestTooLargeError,
+    TranslatorError,
+    UnauthorizedError,
+)
+from handler.service import StreamFinished, TextTranslation, TranslateOptions
 from handler.storage.documents import DocumentJobs, documents_for
 from handler.storage.glossaries import GlossaryStore
 from handler.storage.state import StateLocation, local_state
@@ -181,6 +195,11 @@ class HttpApi:
             response.headers[REQUEST_ID_HEADER] = request_id
             if request.method == "HEAD":
                 response = HttpResponse(response.status, response.headers, b"")
+            if response.stream is not None:  # logged when it ends, in this request's context
+                stream = self._logged_stream(request, response, began, work)
+                return HttpResponse(
+                    response.status, response.headers, b"", _in_context(contextvars.copy_context(), stream)
+                )
             self._log(request, response, error_code, began, work)
         finally:
             current_work.reset(work_token)
@@ -213,8 +232,35 @@ class HttpApi:
         path = _normalise_path(request.path)
         return path if path in self.known_routes else self.compat.route_of(path) or UNKNOWN_ROUTE
 
+    def _logged_stream(
+        self, request: HttpRequest, response: HttpResponse, began: float, work: WorkCounts
+    ) -> Iterator[bytes]:
+        """``response.stream``, then its access line: the bytes sent, and whether it finished, failed (its error
+        code) or was closed by the client first."""
+        assert response.stream is not None
+        outcome: StreamOutcome | None = getattr(response.stream, "outcome", None)
+        sent = 0
+        try:
+            for chunk in response.stream:
+                sent += len(chunk)
+                yield chunk
+        finally:
+            response.stream.close()  # type: ignore[attr-defined]  # a generator: stops the work behind it
+            error_code = outcome.error_code if outcome is not None else None
+            ended = "closed by the client" if outcome is not None and not outcome.finished and not error_code else None
+            self._log(
+                request, HttpResponse(response.status, response.headers, b""), error_code, began, work, sent, ended
+            )
+
     def _log(
-        self, request: HttpRequest, response: HttpResponse, error_code: str | None, began: float, work: WorkCounts
+        self,
+        request: HttpRequest,
+        response: HttpResponse,
+        error_code: str | None,
+        began: float,
+        work: WorkCounts,
+        streamed_bytes: int | None = None,
+        stream_ended: str | None = None,
     ) -> None:
         fields: dict[str, object] = {
             "request_id": current_request_id.get(),  # as a field too, for a host's own formatter (Lambda's)
@@ -222,9 +268,11 @@ class HttpApi:
             "route": self._route_name(request),
             "status": response.status,
             "request_bytes": len(request.body),
-            "response_bytes": len(response.body),
+            "response_bytes": len(response.body) if streamed_bytes is None else streamed_bytes,
             "duration_ms": round((time.perf_counter() - began) * 1000, 2),
         }
+        if streamed_bytes is not None:
+            fields["streamed"] = stream_ended or "complete"
         if error_code is not None:
             fields["error_code"] = error_code
         if work.from_memory or work.decoded:  # segments answered from the translation memory / by the model
@@ -286,12 +334,48 @@ class HttpApi:
     def _translate(self, request: HttpRequest) -> HttpResponse:
         payload = self._json_body(request)
         text, texts, options = _parse_translate_request(payload)
-        with_spans = _spans_wanted(payload)
+        with_spans = _flag(payload, SPANS_FIELD)
+        streamed = _flag(payload, STREAM_FIELD)
         service = self.startup.require_service()
         began = time.perf_counter()
+        given = texts if texts is not None else [text or ""]
+        if streamed:  # refused here, before the answer begins, exactly as without stream
+            event_stream = wants_event_stream(request.headers.get("accept", ""))
+            outcome = StreamOutcome()
+
+            def finished(event: StreamFinished) -> dict[str, Any]:
+                answer = self._answer_json(list(event.translations), texts is not None, with_spans, options, began)
+                return {**answer, "segments": event.units, "characters": event.characters}
+
+            body = stream_body(
+                service.translate_stream(given, options, deadline=request.deadline),
+                many=texts is not None,
+                finished_json=finished,
+                event_stream=event_stream,
+                outcome=outcome,
+            )
+            return HttpResponse(200, stream_headers(event_stream), b"", _Stream(body, outcome))
+        try:
+            details = service.translate_detailed(given, options, deadline=request.deadline)
+        except DeadlineExceededError as error:
+            raise DeadlineExceededError(
+                f"{error}. This function's time limit ends the request before it could finish: send it with "
+                '"stream": true (every sentence done in time is delivered), translate it as a document (DeepL\'s '
+                "/v2/document, or an upload to the input bucket), or raise the function's timeout"
+            ) from None
+        return json_response(200, self._answer_json(details, texts is not None, with_spans, options, began))
+
+    def _answer_json(
+        self,
+        details: list[TextTranslation],
+        many: bool,
+        with_spans: bool,
+        options: TranslateOptions,
+        began: float,
+    ) -> dict[str, Any]:
+        """The answer to ``POST /translate`` (and the last line of its stream)."""
         result: dict[str, Any]
-        details = service.translate_detailed(texts if texts is not None else [text or ""], options)
-        if texts is not None:
+        if many:
             result = {"translations": [detail.text for detail in details]}
             if with_spans:
                 result[SPANS_FIELD] = [_spans_json(detail) for detail in details]
@@ -308,7 +392,7 @@ class HttpApi:
             bundle_hash=self._bundle_hash,
             elapsed_ms=round((time.perf_counter() - began) * 1000, 1),
         )
-        return json_response(200, result)
+        return result
 
     def _json_body(self, request: HttpRequest) -> Any:
         raw_type = request.headers.get("content-type", "")
@@ -371,7 +455,7 @@ def _parse_translate_request(payload: Any) -> tuple[str | None, list[str] | None
             f'give exactly one of "text" (a string) or "texts" (a list of strings); found {found}'
         )
     options = TranslateOptions.from_mapping(
-        {k: v for k, v in payload.items() if k not in TEXT_FIELDS and k != SPANS_FIELD}
+        {k: v for k, v in payload.items() if k not in TEXT_FIELDS and k not in (SPANS_FIELD, STREAM_FIELD)}
     )
     if "text" in payload:
         text = payload["text"]
@@ -389,11 +473,45 @@ def _parse_translate_request(payload: Any) -> tuple[str | None, list[str] | None
     return None, texts, options
 
 
-def _spans_wanted(payload: dict[str, Any]) -> bool:
-    wanted = payload.get(SPANS_FIELD, False)
+def _flag(payload: dict[str, Any], name: str) -> bool:
+    wanted = payload.get(name, False)
     if not isinstance(wanted, bool):
-        raise InvalidRequestError(f'"{SPANS_FIELD}" must be true or false; got a JSON {_json_kind(wanted)}')
+        raise InvalidRequestError(f'"{name}" must be true or false; got a JSON {_json_kind(wanted)}')
     return wanted
+
+
+class _Stream:
+    """A streamed body with the outcome its access line reports."""
+
+    def __init__(self, chunks: Iterator[bytes], outcome: StreamOutcome) -> None:
+        self._chunks = chunks
+        self.outcome = outcome
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._chunks)
+
+    def close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def _in_context(context: contextvars.Context, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """``chunks`` produced in ``context`` (the request's id and work counters), whichever thread pulls them."""
+    try:
+        while True:
+            try:
+                chunk = context.run(next, chunks)
+            except StopIteration:
+                return
+            yield chunk
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            context.run(close)
 
 
 def _spans_json(detail: TextTranslation) -> list[dict[str, str]]:

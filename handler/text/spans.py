@@ -467,6 +467,18 @@ def translate_protected(
     ]
 
 
+def first_model_inputs(texts: Sequence[str], glossary: Mapping[str, str] | None = None) -> list[str]:
+    """The model inputs ``translate_protected`` asks for before it has seen any output, in order: each segment as it
+    is (round 1) and, for segments with markup, their placeholder input (round 3). Decoding these first (the
+    service's streaming does, batch by batch) leaves only the later rounds' few inputs to the call itself."""
+    inputs = []
+    for text in texts:
+        plan = protect(text, glossary)
+        if plan.model_input is not None:
+            inputs.append(plan.model_input if _has_markup(plan) else plan.source)
+    return inputs
+
+
 def _stitched_inputs(plan: Protected) -> tuple[str, ...]:
     return tuple(text.strip() for text, unit in plan.pieces() if unit is None and has_chinese(text))
 
