@@ -44,8 +44,12 @@ CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 def user_environment() -> dict[str, str]:
     """This process's environment without what a user's shell would not have: the suite's settings, an outer
     make's flags (``make test PYTEST_ARGS=...`` would pass its variables on), an activated environment."""
-    dropped = ("TRANSLATE_", "MAKE", "MFLAGS", "PYTHONPATH", "VIRTUAL_ENV", "PORT", "HOST")
-    return {key: value for key, value in os.environ.items() if not key.startswith(dropped)}
+    dropped = {"MFLAGS", "PYTHONPATH", "VIRTUAL_ENV", "PORT", "HOST"}
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key not in dropped and not key.startswith(("TRANSLATE_", "MAKE"))
+    }
 
 
 @dataclass(frozen=True)
