@@ -21,11 +21,13 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from handler import IMPORT_BEGAN, IMPORT_BEGAN_SINCE_BOOT
 from handler.config import RuntimeConfig
 from handler.errors import ConfigurationError, ModelUnavailableError, TranslatorError
+from handler.model import licence as bundle_licence
 from handler.model.loader import load_model
 from handler.model.sessions import child_reopen_seconds
 from handler.service import TranslationService
@@ -128,12 +130,22 @@ class Startup:
             raise self.error
         raise ModelUnavailableError(f"the translator is not available: {self.error}")
 
+    @cached_property
+    def licence(self) -> bundle_licence.BundleLicence:
+        """The served bundle's licence (manifest, else model card), read once; unknown when the folder is no bundle."""
+        try:
+            return bundle_licence.read(self.config.bundle_dir)
+        except bundle_licence.LicenceError:
+            return bundle_licence.classify(None)
+
     def health(self) -> dict[str, object]:
-        """What ``GET /healthz`` reports: model name, bundle hash, warm state, cold-start timings, limits."""
+        """What ``GET /healthz`` reports: model name, bundle hash, warm state, cold-start timings, limits, and the
+        bundle's licence (name or null when unknown, whether it allows commercial use, the demo notice or null)."""
         report: dict[str, object] = {
             "status": "ok" if self.service is not None else "unavailable",
             "warm": self.service is not None,
             "cold_start": cold_start_report(),
+            "licence": self.licence.to_dict(),
             "limits": {
                 "max_chars": self.config.max_chars,
                 "max_texts": self.config.max_texts,

@@ -916,12 +916,24 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
         },
         "Health": {
             "type": "object",
-            "required": ["status", "warm", "cold_start", "limits", "api_key_required"],
+            "required": ["status", "warm", "cold_start", "licence", "limits", "api_key_required"],
             "properties": {
                 "status": {"type": "string", "enum": ["ok", "unavailable"]},
                 "warm": {"type": "boolean"},
                 "api_key_required": {"type": "boolean"},
                 "cold_start": {"type": "object"},
+                "licence": {
+                    "description": "the served bundle's licence, from its manifest or model card (null: not known); "
+                    "notice: the one line a non-commercial demo model shows, null for a commercial-use one",
+                    "type": "object",
+                    "required": ["name", "commercial_use", "notice"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "name": {"type": ["string", "null"]},
+                        "commercial_use": {"type": ["boolean", "null"]},
+                        "notice": {"type": ["string", "null"]},
+                    },
+                },
                 "limits": {
                     "type": "object",
                     "required": ["max_chars", "max_texts", "max_file_bytes", "default_beam_size"],

@@ -27,7 +27,8 @@ PAGE_SECURITY_HEADERS: dict[str, str] = {
 
 # --- the web page -----------------------------------------------------------------------------------------
 def render_page(startup: Startup, key_required: bool) -> bytes:
-    """The page with the server's limits injected, so its counter warns before the server refuses."""
+    """The page with the server's limits injected, so its counter warns before the server refuses, and the served
+    bundle's licence notice when it is a non-commercial demo."""
     config = startup.config
     page_config = {
         "maxChars": config.max_chars,
@@ -38,6 +39,8 @@ def render_page(startup: Startup, key_required: bool) -> bytes:
         "available": startup.service is not None,
         "keyRequired": key_required,
         "error": None if startup.error is None else str(startup.error),
+        # the served bundle's demo notice (a non-commercial licence), shown in the header; None for other bundles
+        "licenceNotice": startup.licence.notice,
     }
     # safe inside <script type="application/json">: no "<" can close the element
     encoded = json.dumps(page_config, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")

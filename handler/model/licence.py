@@ -29,7 +29,7 @@ MODEL_CARD = "MODEL_CARD.md"
 PRODUCTION_HUB_ID = "Helsinki-NLP/opus-mt-zh-en"
 PRODUCTION_BUNDLE = "model_artifacts/opus-mt-zh-en"
 HOW_TO_BUILD_PRODUCTION = (
-    f"for production build one with `make model MODEL={PRODUCTION_HUB_ID}`, then serve "
+    f"for production, build one with `make model MODEL={PRODUCTION_HUB_ID}`, then serve "
     f"`TRANSLATE_BUNDLE_DIR={PRODUCTION_BUNDLE} make run` or bake `make image BUNDLE={PRODUCTION_BUNDLE}`"
 )
 
@@ -132,9 +132,12 @@ def read(bundle_dir: Path | str) -> BundleLicence:
     if isinstance(stated, str) and stated.strip():
         return classify(stated)
     card_path = folder / MODEL_CARD
-    if card_path.is_file():
+    if not card_path.is_file():
+        return classify(None)
+    try:
         return from_card(card_path.read_text(encoding="utf-8", errors="replace"))
-    return classify(None)
+    except OSError as error:
+        raise LicenceError(f"cannot read {card_path}: {error}") from error
 
 
 def main(argv: list[str] | None = None) -> int:

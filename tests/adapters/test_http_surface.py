@@ -93,6 +93,8 @@ def test_healthz_reports_model_bundle_warm_state_and_timings(client: HttpClient)
     assert health["model"] and re.fullmatch(r"[0-9a-f]{16}", health["bundle_hash"])
     assert health["cold_start"]["warm"] is True
     assert health["limits"]["max_chars"] == MAX_CHARS and health["limits"]["max_texts"] == MAX_TEXTS
+    # the tiny bundle's checkpoint stated no licence and it has no model card: named unknown, no demo notice
+    assert health["licence"] == {"name": None, "commercial_use": None, "notice": None}
 
 
 def test_head_answers_like_get_without_a_body(client: HttpClient) -> None:

@@ -68,6 +68,7 @@ def test_type_chinese_press_translate_see_output(
 ) -> None:
     page.goto(functions_framework_url + "/")
     expect(page.locator("#model")).to_have_text(re.compile(r"^model \S+ · bundle [0-9a-f]{16}$"))
+    assert page.is_hidden("#licence-notice")  # the tiny bundle states no non-commercial licence
     page.fill("#source", "你好，世界。今天天气很好。")
     assert page.inner_text("#counter") == f"13 / {MAX_CHARS}"
     page.click("#translate")
@@ -136,12 +137,19 @@ def shipped_model_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
 
 
 @pytest.mark.shipped_model
-def test_shipped_model_gives_english_in_the_page(page: Any, shipped_model_url: str) -> None:
+def test_shipped_model_gives_english_in_the_page(page: Any, shipped_model_url: str, console: list[str]) -> None:
     page.goto(shipped_model_url + "/")
+    # the header says it is a non-commercial demo and how to build a production model, commands set as code
+    notice = page.locator("#licence-notice")
+    expect(notice).to_be_visible()
+    expect(notice).to_have_text(re.compile(r"^Non-commercial demo model \(CC BY-NC-SA 4\.0\): not for commercial use;"))
+    assert notice.locator("code").first.inner_text() == "make model MODEL=Helsinki-NLP/opus-mt-zh-en"
+    assert "`" not in notice.inner_text()
     page.fill("#source", "你好，世界。")
     page.click("#translate")
     english = wait_for_output(page)
     assert re.search(r"[A-Za-z]{2,}", english) and not CJK.search(english), english
+    assert not [m for m in console if m.startswith(("error", "pageerror"))], console  # CSP allows the notice's code
 
 
 # --- translate as you type, highlights ------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from handler.api.router import (
 from handler.coldstart import Startup
 from handler.config import RuntimeConfig
 from handler.errors import ConfigurationError, InvalidRequestError, ModelUnavailableError
+from handler.model import licence
 from handler.service import TextTranslation, TranslateOptions, TranslationService
 from tests.fuzz.shipped import NEEDS_SHIPPED_BUNDLE, shipped_config, shipped_model
 
@@ -321,6 +322,39 @@ def test_healthz_reports_the_start_and_whether_a_key_is_required(api: HttpApi) -
     assert report["error"] == {"code": "model_unavailable", "message": "the model is not there"}
 
 
+def test_healthz_and_the_page_say_the_shipped_bundle_is_a_non_commercial_demo() -> None:
+    # GIVEN the shipped default bundle (CC BY-NC-SA 4.0, says its model card), loaded or not
+    for api in (make_api(), unavailable_api()):
+        # THEN /healthz names its licence and the page's header carries the one-line demo notice
+        reported = json.loads(call(api, "GET", "/healthz").body)["licence"]
+        assert reported["name"] == "CC BY-NC-SA 4.0" and reported["commercial_use"] is False
+        assert reported["notice"].startswith("Non-commercial demo model (CC BY-NC-SA 4.0): not for commercial use;")
+        assert "`make model MODEL=Helsinki-NLP/opus-mt-zh-en`" in reported["notice"]
+        assert page_config(call(api, "GET", "/"))["licenceNotice"] == reported["notice"]
+
+
+@pytest.mark.parametrize(
+    ("stated", "expected"),
+    [
+        ("Apache-2.0", {"name": "Apache-2.0", "commercial_use": True, "notice": None}),
+        ("", {"name": None, "commercial_use": None, "notice": None}),  # and no model card: unknown
+        ("cc-by-nc-4.0", {"name": "cc-by-nc-4.0", "commercial_use": False}),
+    ],
+)
+def test_healthz_names_any_bundles_licence_and_only_a_non_commercial_one_gets_the_notice(
+    tmp_path: Path, stated: str, expected: dict[str, object]
+) -> None:
+    # GIVEN a bundle folder whose manifest states ``stated`` (the function could not load it: only the manifest)
+    manifest = json.loads((shipped_config().bundle_dir / "manifest.json").read_text(encoding="utf-8"))
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "licence": stated}), encoding="utf-8")
+    startup = Startup(config(bundle_dir=tmp_path), None, ModelUnavailableError("not loaded"), 0.0)
+    # THEN /healthz reports that licence, and the page shows a notice only for a non-commercial one
+    reported = json.loads(call(HttpApi(startup), "GET", "/healthz").body)["licence"]
+    assert {key: reported[key] for key in expected} == expected
+    notice = page_config(call(HttpApi(startup), "GET", "/"))["licenceNotice"]
+    assert notice == reported["notice"] and (notice is not None) == (reported["commercial_use"] is False)
+
+
 def page_config(response: HttpResponse) -> dict[str, Any]:
     found = re.search(r'<script id="page-config" type="application/json">(.*?)</script>', response.body_text(), re.S)
     assert found, response.body_text()[:500]
@@ -339,6 +373,7 @@ def test_the_page_carries_the_limits_and_its_own_headers(api: HttpApi) -> None:
         "available": True,
         "keyRequired": False,
         "error": None,
+        "licenceNotice": licence.read(shipped_config().bundle_dir).notice,
     }
     for name, value in PAGE_SECURITY_HEADERS.items():
         assert response.headers[name] == value
