@@ -742,16 +742,16 @@ class TranslationService:
         return [run.decoded[text].translation for text in inputs]
 
     def _fresh(self, inputs: Sequence[str], run: _Run) -> list[str]:
-        """The distinct ``inputs`` neither this request nor the translation memory has translated yet (the memory's
-        answers go into ``run.decoded``); counted in the request's work (segments from memory, decoded)."""
-        fresh = []
+        """The ``inputs`` neither this request nor the translation memory has translated yet, every occurrence (the
+        memory's answers go into ``run.decoded``); counted in the request's work (segments from memory, decoded)."""
+        fresh: set[str] = set()
         from_memory = 0
         for text in dict.fromkeys(inputs):
             if text in run.decoded:
                 continue
             remembered = self.memory.get(self._memory_key(text, run))
             if remembered is None:
-                fresh.append(text)
+                fresh.add(text)
             else:
                 run.decoded[text] = remembered
                 from_memory += 1
@@ -759,7 +759,7 @@ class TranslationService:
         if work is not None:
             work.from_memory += from_memory
             work.decoded += len(fresh)
-        return fresh
+        return [text for text in inputs if text in fresh]
 
     def _memory_key(self, text: str, run: _Run) -> MemoryKey:
         options = run.options
@@ -773,7 +773,7 @@ class TranslationService:
         )
 
     def _decode_batches(self, inputs: Sequence[str], run: _Run, *, report: bool = False) -> Iterator[int]:
-        """Batch, decode and clean ``inputs`` (distinct, none translated yet) into ``run.decoded`` and the
+        """Batch, decode and clean ``inputs`` (none translated yet; a repeated one is decoded once) into ``run.decoded`` and the
         translation memory, one batch at a time; yields the characters each batch translated. ``report``: calls
         ``run.progress`` after every batch. The deadline is checked before every batch (``_check_deadline``)."""
         if not inputs:
