@@ -56,7 +56,8 @@ class StorageError(TranslatorError):
 
 
 class UnauthorizedError(TranslatorError):
-    """A request without a valid API key where the deployment requires one (TRANSLATE_API_KEYS): 401 on every API."""
+    """A request without a valid API key where the deployment requires one (TRANSLATE_API_KEYS): 401 on this
+    server's own API, 403 on the drop-in DeepL and LibreTranslate APIs (as their clients expect)."""
 
     code = "unauthorized"
 

@@ -29,8 +29,8 @@ table (``bench.pipeline.cost``). It prints the tables, writes them to ``--out`` 
 the chart ``docs/benchmarks.png``) and exits 1, naming each, when any figure could not be measured (nothing is
 written then). Writing ``docs/benchmarks.md``, it also rewrites the figures README.md and docs/ quote from it
 (``bench.pipeline.quoted``). ``--quick`` (the smoke test): the default model only, one round, 8 output tokens, a
-batch of 4, one repeat, a few sentences for the workload; it writes to ``.bench/quick/benchmarks.md`` unless ``--out`` says
-otherwise. The random models' outputs are meaningless; only speed, memory and size are measured.
+batch of 4, one repeat, a few sentences for the workload; it writes to ``.bench/quick/benchmarks.md`` unless
+``--out`` says otherwise. The random models' outputs are meaningless; only speed, memory and size are measured.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ unread and the client gets no answer at all (an empty reply; locust's status 0),
 POST no well-behaved client may retry it by itself (RFC 9110 section 9.2.2). With a 2 s keep-alive that
 happens to a client that pauses about 2 s between requests, and, on a starved machine (load average 10-17 on
 2 cores), to one that does not pause at all: the soak of ``make loadtest`` lost 2 of 20,000 requests that way,
-and ``tests/adapters/test_keepalive.py`` reproduces it. With a keep-alive longer than the idle timeout of the
+and ``tests/faults/test_keepalive.py`` reproduces it. With a keep-alive longer than the idle timeout of the
 clients and proxies in front (AWS ALB and nginx: 60 s), the client side always closes an idle connection first,
 which is race-free. An idle connection costs a socket, not a thread (gthread worker); gunicorn answers with
 ``Connection: close`` once ``worker_connections`` (1,000) minus the threads are kept alive.

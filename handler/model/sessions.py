@@ -49,9 +49,10 @@ LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 er
 
 # No session uses ONNX Runtime's CPU memory arena: it would keep the decoder's growing per-step key/value buffers.
 # A bundle whose graphs are larger than this together (a full-size CSANMT's: 523 MB of its 584 MB) is "lean": the
-# service gives its batches a smaller key/value cache budget (handler.model.batching). The encoder never pre-packs its weights; the
-# decoder pre-packs unless it alone is larger than this (with the shared embedding its output projection reads): a
-# full-size CSANMT decoder (140 MB) decodes one row 1.8x faster packed, for 49 MB. Figures: docs/decisions.md.
+# service gives its batches a smaller key/value cache budget (handler.model.batching). The encoder never pre-packs
+# its weights; the decoder pre-packs unless it alone is larger than this (with the shared embedding its output
+# projection reads): a full-size CSANMT decoder (140 MB) decodes one row 1.8x faster packed, for 49 MB. Figures:
+# docs/decisions.md.
 LEAN_LOADING_BYTES = 300_000_000
 
 
