@@ -21,8 +21,11 @@ from typing import Any
 import yaml
 
 from bench.pipeline import cost, quoted
+from handler import config as runtime_config
+from handler.adapters import cli
 from handler.api import router
 from handler.api.compat import deepl, libretranslate
+from handler.config import RuntimeConfig
 from handler.service import OPTION_NAMES
 from handler.storage.files import FILE_SUFFIXES, format_for
 from tests.ship.dockerfile_model import REPO_ROOT
@@ -119,14 +122,14 @@ def _function() -> dict[str, Any]:
     return function
 
 
-def table(text: str, *header: str) -> list[list[str]]:
-    """The rows of the Markdown table whose header row is ``header`` (cells without their backticks kept)."""
+def table(text: str, *header: str, nth: int | None = None) -> list[list[str]]:
+    """The rows of the Markdown table whose header row is ``header`` (the ``nth`` of several such tables)."""
     lines = text.splitlines()
     wanted = "| " + " | ".join(header) + " |"
     starts = [i for i, line in enumerate(lines) if line.strip() == wanted]
-    assert len(starts) == 1, f"expected one table headed {wanted}, found {len(starts)}"
+    assert len(starts) == 1 or (nth is not None and nth < len(starts)), f"{len(starts)} tables headed {wanted}"
     rows = []
-    for line in lines[starts[0] + 2 :]:
+    for line in lines[starts[nth or 0] + 2 :]:
         if not line.startswith("|"):
             break
         rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
@@ -584,3 +587,84 @@ def _all_problems() -> Iterator[str]:  # for a quick look: python -m tests.ship.
 if __name__ == "__main__":
     for problem in _all_problems():
         print(problem)
+
+
+CONFIGURATION_PAGE = REPO_ROOT / "docs" / "configuration.md"
+
+
+def _documented_default(cell: str) -> str:
+    """A default cell as the runtime would spell it: its first code span, or "" for "empty"."""
+    spans = re.findall(r"`([^`]*)`", cell)
+    return spans[0] if spans else ("" if cell.startswith("empty") else cell)
+
+
+def _runtime_default(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, tuple | type(None)):
+        return ",".join(value or ())
+    if isinstance(value, Path):
+        return str(value.relative_to(REPO_ROOT) if value.is_absolute() else value)
+    return str(value)
+
+
+def default_problems(page: str) -> list[str]:
+    """Each runtime variable's default on docs/configuration.md is ``RuntimeConfig``'s."""
+    defaults = RuntimeConfig()
+    problems = []
+    for variable, default, _ in table(page, "variable", "default", "effect", nth=0):  # the runtime's settings
+        name = _code(variable)
+        field = runtime_config._FIELD_BY_ENV.get(name)
+        if field is None:
+            continue
+        expected = _runtime_default(getattr(defaults, field))
+        if _documented_default(default) != expected:
+            problems.append(f"docs/configuration.md: {name} defaults to {expected!r}, not {default!r}")
+    return problems
+
+
+def test_every_runtime_default_on_the_configuration_page_is_the_runtimes() -> None:
+    problems = default_problems(_page_text(CONFIGURATION_PAGE))
+    assert not problems, "\n".join(problems)
+
+
+def test_a_planted_default_is_caught() -> None:
+    page = _page_text(CONFIGURATION_PAGE).replace(
+        "| `TRANSLATE_MAX_TEXTS` | `64` |", "| `TRANSLATE_MAX_TEXTS` | `100` |"
+    )
+    assert default_problems(page) == ["docs/configuration.md: TRANSLATE_MAX_TEXTS defaults to '64', not '`100`'"]
+
+
+def command_line_options() -> set[str]:
+    """Every option of ``python -m handler`` and its commands, from its own parser."""
+    parser = cli.build_parser()
+    options = set(parser._option_string_actions)
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        for command in action.choices.values():
+            options |= set(command._option_string_actions)
+    return options
+
+
+def cli_problems(page_name: str, text: str, options: set[str]) -> list[str]:
+    """A line that runs ``python -m handler`` uses only its options."""
+    return [
+        f"{page_name}:{number}: python -m handler has no {flag}"
+        for number, line in enumerate(text.splitlines(), 1)
+        if "-m handler " in line or "-m handler`" in line
+        for flag in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line.split("-m handler", 1)[1])
+        if flag not in options
+    ]
+
+
+def test_every_command_line_option_a_page_names_exists() -> None:
+    options = command_line_options()
+    problems = [problem for page in PAGES for problem in cli_problems(_name(page), _page_text(page), options)]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_planted_command_line_option_is_caught() -> None:
+    options = command_line_options()
+    assert {"--beam-size", "--scores", "--format", "-o", "--port"} <= options
+    assert cli_problems("x.md", "`python -m handler translate --beam 2 a.txt`", options)
