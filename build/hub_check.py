@@ -39,7 +39,9 @@ class HubSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> HubSettings:
-        home = Path(environ.get("HF_HOME") or Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface")
+        home = Path(
+            environ.get("HF_HOME") or Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface"
+        )
         cache = Path(environ.get("HF_HUB_CACHE") or environ.get("HUGGINGFACE_HUB_CACHE") or home / "hub")
         timeout = environ.get("HUB_CHECK_TIMEOUT_S") or ""
         return cls(
@@ -106,12 +108,11 @@ def problem(model: str, settings: HubSettings, family: str | None = None) -> str
         )
     if in_cache(model, settings.cache):
         return None
-    if settings.offline:
-        why = f"HF_HUB_OFFLINE is set and {model!r} is not in the Hugging Face cache ({settings.cache})"
-    else:
+    why: str | None = f"HF_HUB_OFFLINE is set and {model!r} is not in the Hugging Face cache ({settings.cache})"
+    if not settings.offline:
         why = ask_hub(model, settings)
-        if why is None:
-            return None
+    if why is None:
+        return None
     return f"MODEL={model}: {why}. Nothing was installed. To build it anyway, {download_hint(model)}"
 
 

@@ -9,9 +9,10 @@
 #   command_raw LINE      a line as it is (an assignment, `a || b`)
 #   command_note TEXT     a `# TEXT` comment line
 #   commands_print        print the list
-#   commands_run DIR      run the list with bash from DIR (-e: the first failing command stops it; -v: each line
-#                         is echoed to stderr as it runs), outside any make that called the script (MAKEFLAGS of the
-#                         calling make would reach a `make` in the list, which a user's shell does not have)
+#   commands_run DIR VAR...  run the list with bash from DIR (-e: the first failing command stops it; -v: each
+#                         line is echoed to stderr as it runs) without the variables VAR... (the deploy script's
+#                         settings) and outside any make that called the script (MAKEFLAGS), so that the commands
+#                         see only what is written in them, as in a user's shell
 
 COMMANDS=""
 
@@ -38,11 +39,13 @@ command_note() { COMMANDS+="# $*"$'\n'; }
 commands_print() { printf '%s' "$COMMANDS"; }
 
 commands_run() {
-    local script status
+    local script status directory="$1" variable unset=()
+    shift
+    for variable in MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES "$@"; do unset+=(-u "$variable"); done
     script="$(mktemp)"
     printf '%s' "$COMMANDS" > "$script"
     status=0
-    (cd "$1" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES bash -v -euo pipefail "$script") || status=$?
+    (cd "$directory" && env "${unset[@]}" bash -v -euo pipefail "$script") || status=$?
     rm -f "$script"
     return "$status"
 }

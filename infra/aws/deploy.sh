@@ -55,4 +55,4 @@ command_note "teardown (both buckets must be empty first):"
 command_note "  aws s3 rm s3://$INPUT --recursive && aws s3 rm s3://$OUTPUT --recursive"
 command_note "  sam delete --stack-name $STACK"
 
-if [[ "$MODE" == deploy ]]; then commands_run "$REPO_ROOT"; else commands_print; fi
+if [[ "$MODE" == deploy ]]; then commands_run "$REPO_ROOT" BUNDLE STACK INPUT_BUCKET OUTPUT_BUCKET; else commands_print; fi

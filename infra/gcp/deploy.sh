@@ -349,4 +349,10 @@ note "  gcloud pubsub topics delete $DEAD_LETTERS --project $PROJECT --quiet"
 note "  gcloud storage rm --recursive gs://$INPUT/** gs://$OUTPUT/** && gcloud storage buckets delete gs://$INPUT gs://$OUTPUT"
 note "  gcloud iam service-accounts delete $SA --project $PROJECT --quiet"
 
-if [[ "$MODE" == "deploy" ]]; then commands_run "$REPO_ROOT"; else commands_print; fi
+if [[ "$MODE" == "deploy" ]]; then
+    commands_run "$REPO_ROOT" BUNDLE PLATFORM GCP_PROJECT GCP_REGION INPUT_BUCKET OUTPUT_BUCKET FUNCTION_NAME \
+        ALLOW_UNAUTHENTICATED PART_INSTANCES FILE_INSTANCES MAX_DELIVERY_ATTEMPTS MAX_EVENT_AGE STAGE_DIR IMAGE_URI \
+        CONTAINER BASE_IMAGE IMAGE MODEL
+else
+    commands_print
+fi

@@ -16,6 +16,7 @@ import yaml
 
 from handler import config as runtime_config
 from handler.config import RuntimeConfig
+from tests.ship.deploy_stand_ins import DeployBench
 from tests.ship.dockerfile_model import REPO_ROOT, Dockerfile
 
 TEMPLATE = REPO_ROOT / "infra" / "aws" / "template.yaml"
@@ -233,10 +234,13 @@ def _deploy_print(**environ: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def gcloud_commands() -> list[list[str]]:
-    result = _deploy_print(GCP_PROJECT="my-project", INPUT_BUCKET="uploads-in", OUTPUT_BUCKET="uploads-out")
-    assert result.returncode == 0, result.stderr
-    return [shlex.split(line) for line in result.stdout.splitlines() if line.startswith("gcloud ")]
+def gcloud_commands(tmp_path_factory: pytest.TempPathFactory) -> list[list[str]]:
+    """The gcloud calls of `make deploy-gcp`'s printed commands, run through the recording stand-ins."""
+    bench = DeployBench(tmp_path_factory.mktemp("deploy-gcp"))
+    recorded = bench.printed(
+        "deploy-gcp", "GCP_PROJECT=my-project", "INPUT_BUCKET=uploads-in", "OUTPUT_BUCKET=uploads-out"
+    )
+    return recorded.of("gcloud")
 
 
 def _flags(command: list[str]) -> dict[str, list[str]]:
@@ -327,7 +331,10 @@ def test_gcp_event_functions_retry_and_then_dead_letter_failed_events(gcloud_com
     assert _flags(kept)["--message-retention-duration"] == ["7d"]
     # each function's Eventarc subscription: backoff, a bounded number of deliveries and age, then the topic
     updates = [c for c in gcloud_commands if c[:4] == ["gcloud", "pubsub", "subscriptions", "update"]]
-    assert [next(f for f in ("files", "parts") if f"zh-en-translate-{f} " in c[4]) for c in updates] == [
+    # the subscription of each function's trigger, as Google Cloud names it (the stand-in: eventarc-<trigger>-sub)
+    assert [
+        next(f for f in ("files", "parts") if f"eventarc-zh-en-translate-{f}-trigger-sub" in c[4]) for c in updates
+    ] == [
         "files",
         "parts",
     ]

@@ -218,7 +218,12 @@ def test_a_marian_bundle_is_staged_with_the_marian_requirements_only(tmp_path: P
 def test_make_deploy_gcp_prints_the_staging_of_the_chosen_bundle(user_bundle: str) -> None:
     result = _make("deploy-gcp", f"BUNDLE={user_bundle}")
     assert result.returncode == 0, result.stderr
-    assert f"BUNDLE={user_bundle} infra/gcp/deploy.sh stage <STAGE_DIR>" in result.stdout.splitlines()
+    # the staging line carries the buckets too (it used to drop them, writing TRANSLATE_OUTPUT_BUCKET: "")
+    stage = (
+        f"BUNDLE={user_bundle} INPUT_BUCKET='<INPUT_BUCKET>' OUTPUT_BUCKET='<OUTPUT_BUCKET>' "
+        'bash infra/gcp/deploy.sh stage "$STAGE_DIR"'
+    )
+    assert stage in result.stdout.splitlines()
     assert "#   gcloud functions delete zh-en-translate-parts --gen2" in result.stdout
 
 
@@ -241,7 +246,17 @@ def test_the_cloud_run_recipe_deploys_the_parts_service_on_the_output_bucket(use
     assert set(services) == {"zh-en-translate", "zh-en-translate-files", "zh-en-translate-parts"}
     for flags in services.values():
         assert flags["--image"] == [image] and flags["--memory"] == ["2Gi"]
-    assert services["zh-en-translate-parts"]["--env-vars-file"] == ["<STAGE_DIR>/env-run-parts.yaml"]
+    assert services["zh-en-translate-parts"]["--env-vars-file"] == ["$STAGE_DIR/env-run-parts.yaml"]
+    # written by a printed line before (it used to be written only by DEPLOY=1)
+    assert [
+        "PLATFORM=run",
+        "INPUT_BUCKET=in-b",
+        "OUTPUT_BUCKET=out-b",
+        "bash",
+        "infra/gcp/deploy.sh",
+        "env",
+        "$STAGE_DIR",
+    ] in commands
     triggers = {c[4]: _flags(c) for c in commands if c[:4] == ["gcloud", "eventarc", "triggers", "create"]}
     assert triggers["zh-en-translate-files"]["--event-filters"] == [
         "type=google.cloud.storage.object.v1.finalized",

@@ -39,8 +39,9 @@ def resolve_folder(model: str | Path) -> Path:
     try:
         return Path(snapshot_download(str(model)))
     except Exception as error:  # network, missing repo, auth: one message with the cause, and the way around it
+        hint = download_hint(str(model))
         raise ExportError(
-            f"cannot download {model!r} from the Hugging Face hub: {error}; to build it anyway, {download_hint(str(model))}"
+            f"cannot download {model!r} from the Hugging Face hub: {error}; to build it anyway, {hint}"
         ) from error
 
 
