@@ -180,6 +180,7 @@ def start(config: RuntimeConfig | None = None, environ: Mapping[str, str] | None
         return Startup(config, None, wrapped, time.perf_counter() - began)
     elapsed = time.perf_counter() - began
     info = service.info()
+    startup = Startup(config, service, None, elapsed)
     # one record, a JSON line where the adapter configured logging (handler.api.access_log), which every platform
     # keeps in its logs (Lambda, Cloud Functions, a terminal)
     logger.info(
@@ -192,9 +193,10 @@ def start(config: RuntimeConfig | None = None, environ: Mapping[str, str] | None
             "bundle_hash": info.get("bundle_hash"),
             "bundle_dir": str(config.bundle_dir),
             "cold_start": cold_start_report(),
+            "licence": startup.licence.to_dict(),  # a non-commercial demo's notice is in every platform's logs
         },
     )
-    return Startup(config, service, None, elapsed)
+    return startup
 
 
 def _code(error: TranslatorError | None) -> str:

@@ -8,7 +8,21 @@ never to a terminal); ``--format`` overrides the suffix, ``-o/--output FILE`` wr
 is complete) instead of stdout, and ``--glossary FILE`` adds terms. ``--scores`` writes JSON lines
 instead: one per translated segment (source, English, their offsets in the input and output with line breaks as
 LF, confidence, flags: ``handler.api.scores``), then one with the whole ``translation`` and how many segments are
-flagged. ``serve`` starts the HTTP surface (page and API) on the standard library's HTTP server.
+flagged.
+
+Two ways of writing the English as it goes, for pipes (a Unix filter):
+
+- ``--stream [FILE]`` reads the whole text, then writes each sentence's English as soon as it and every sentence
+  before it are done (``TranslationService.translate_document_stream``), flushing after each: the whitespace and line
+  breaks between sentences come from the source exactly as ``Document.join`` writes them (``Joiner``: what separates
+  a sentence from the one before is written with it), so the bytes are those of the same command without
+  ``--stream``. Plain text only; with ``--scores`` each segment's JSON line is written as it is done.
+- ``--lines`` reads standard input a line at a time and writes (and flushes) each line's English before it reads
+  the next: ``tail -f chat.log | python -m handler translate --lines``. An empty line gives an empty line; a line
+  that cannot be read (not UTF-8 or GB18030) gives an empty line and an error on stderr (exit status 1 at the end);
+  the translation memory makes repeated lines cheap. With ``--scores``: each line's ``--scores`` output.
+
+``serve`` starts the HTTP surface (page and API) on the standard library's HTTP server.
 """
 
 from __future__ import annotations
@@ -18,13 +32,16 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import BinaryIO, NoReturn, TextIO
 
 from handler.api.scores import segment_json
 from handler.config import RuntimeConfig
 from handler.errors import InvalidRequestError, TranslatorError
-from handler.service import TextTranslation, TranslateOptions
+from handler.model.confidence import ScoredSegment
+from handler.service import StreamEvent, TextTranslation, TranslateOptions, TranslationService
 from handler.storage.files import (
     DOCUMENT_SUFFIXES,
     SUBTITLE_SUFFIXES,
@@ -36,8 +53,10 @@ from handler.storage.files import (
     translate_file_text,
     translate_text,
 )
+from handler.streaming import StreamedUnit, StreamProgress
 from handler.text.glossary import load_glossary
 from handler.text.markup import FORMATS
+from handler.text.segmentation import Joiner, Segment
 
 PROGRESS_MIN_CHARS = 1_000  # inputs shorter than this finish too fast for a progress bar to help
 
@@ -73,9 +92,40 @@ def _read_input(name: str, stdin: BinaryIO) -> bytes:
     return Path(name).read_bytes()
 
 
+def filter_usage_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--stream`` or ``--lines`` cannot go with the other arguments given, or None when they can."""
+    if args.lines:
+        if args.stream:
+            return (
+                "--lines and --stream both write the English as it goes: choose one (--lines for a stream of lines "
+                "such as tail -f, --stream for a whole text)"
+            )
+        if args.file != "-":
+            return (
+                f"--lines translates standard input line by line and takes no FILE (got {args.file}): "
+                f"pipe it in, e.g. tail -f {args.file} | python -m handler translate --lines"
+            )
+        if args.format not in (None, "text"):
+            return f"--lines translates lines of plain text; --format {args.format} needs the whole file: drop --lines"
+        if args.output is not None:
+            return "--lines writes each line's English to stdout as it goes, never to -o: redirect stdout instead"
+    if args.stream:
+        fmt = args.format or format_for(args.file)
+        if fmt != "text":
+            return (
+                f"--stream writes plain text sentence by sentence; a {fmt} file is written whole: drop --stream "
+                "(or give --format text to translate the file as plain text)"
+            )
+        if args.output is not None:
+            return "--stream writes to stdout as it goes; -o writes the file once it is complete: drop one of them"
+    return None
+
+
 def translate_command(args: argparse.Namespace) -> int:
     from handler import coldstart
 
+    if args.lines:
+        return _translate_lines(args)
     fmt = args.format or format_for(args.file)
     if args.scores and (is_subtitles(fmt) or is_binary(fmt)):
         raise InvalidRequestError(
@@ -85,14 +135,7 @@ def translate_command(args: argparse.Namespace) -> int:
         raise InvalidRequestError(
             f"refusing to write a binary {fmt} file to the terminal: redirect stdout (> report.en.docx) or use -o FILE"
         )
-    raw_options: dict[str, object] = {"format": "text" if is_subtitles(fmt) or is_binary(fmt) else fmt}
-    if args.beam_size is not None:
-        raw_options["beam_size"] = args.beam_size
-    if args.glossary is not None:
-        raw_options["glossary"] = load_glossary(args.glossary, "--glossary")
-    if args.scores:
-        raw_options["scores"] = True
-    options = TranslateOptions.from_mapping(raw_options)
+    options = _options(args, "text" if is_subtitles(fmt) or is_binary(fmt) else fmt)
     data = _read_input(args.file, sys.stdin.buffer)
     name = "stdin" if args.file == "-" else args.file
     if is_binary(fmt):
@@ -100,6 +143,10 @@ def translate_command(args: argparse.Namespace) -> int:
     text, _encoding = decode_text(data, name)
     service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
     bar = ProgressBar(sys.stderr) if len(text) >= PROGRESS_MIN_CHARS and not args.quiet else None
+    if args.stream:
+        if sys.stdout.isatty():
+            bar = None  # the English itself shows how far it got; a bar would be drawn over it
+        return _translate_streamed(service, text, options, sys.stdout.buffer, bar, scores=args.scores)
     try:
         if args.scores:
             detail = service.translate_document_detailed(text.replace("\r\n", "\n"), options, progress=bar)
@@ -115,6 +162,150 @@ def translate_command(args: argparse.Namespace) -> int:
     if translation and not translation.endswith("\n") and not is_subtitles(fmt):
         translation += "\n"
     return _write_output(args.output, translation.encode("utf-8"))
+
+
+def _options(args: argparse.Namespace, fmt: str) -> TranslateOptions:
+    raw_options: dict[str, object] = {"format": fmt}
+    if args.beam_size is not None:
+        raw_options["beam_size"] = args.beam_size
+    if args.glossary is not None:
+        raw_options["glossary"] = load_glossary(args.glossary, "--glossary")
+    if args.scores:
+        raw_options["scores"] = True
+    return TranslateOptions.from_mapping(raw_options)
+
+
+def _translate_streamed(
+    service: TranslationService,
+    text: str,
+    options: TranslateOptions,
+    out: BinaryIO,
+    bar: ProgressBar | None,
+    *,
+    scores: bool,
+) -> int:
+    """``--stream``: each sentence's English written and flushed as it is done, with the source's whitespace and
+    line breaks between (``Joiner``), byte for byte the non-streamed output; ``--scores``: each segment's JSON line
+    as it is done, then the summary line."""
+    crlf = "\r\n" in text and not scores  # as translate_text: the line endings come back as they were
+    text = text.replace("\r\n", "\n")
+    events = service.translate_document_stream(text, options)
+    # the service segments the text in the model's script; the separators are copied from it, as Document.join does
+    joiner = Joiner(service.scripts.to_model_script(text, options.source))
+    written: list[str] = []  # the English so far (LF line breaks)
+    segments = flagged = 0
+    finished: str | None = None  # the whole translation, from the stream's last event
+
+    def write(piece: str) -> None:
+        written.append(piece)
+        out.write((piece.replace("\n", "\r\n") if crlf else piece).encode("utf-8"))
+        out.flush()
+
+    try:
+        for event in events:
+            if isinstance(event, StreamProgress):
+                if bar is not None:
+                    bar(event.done, event.total)
+            elif isinstance(event, StreamedUnit):
+                piece = joiner.add(_segment_of(event, joiner), event.translation)
+                if not scores:
+                    write(piece)
+                    continue
+                at = sum(map(len, written)) + len(piece) - len(event.translation)  # where its English begins
+                written.append(piece)
+                lines = [_scores_line(_moved(segment, at)) for segment in event.segments]
+                segments += len(lines)
+                flagged += sum(1 for segment in event.segments if segment.assessment.low_confidence)
+                out.write("".join(lines).encode("utf-8"))
+                out.flush()
+            else:
+                finished = event.translations[0].text
+    finally:
+        _close(events)
+        if bar is not None:
+            bar.finish()
+    tail = joiner.finish()
+    if finished is None or "".join(written) + tail != finished:  # Joiner is Document.join's code: a bug
+        raise RuntimeError("the streamed English differs from the whole translation: run without --stream")
+    if scores:
+        summary = {"translation": finished, "segments": segments, "flagged": flagged}
+        out.write((json.dumps(summary, ensure_ascii=False) + "\n").encode("utf-8"))
+        out.flush()
+        return 0
+    if finished and not finished.endswith("\n"):
+        tail += "\n"
+    write(tail)
+    return 0
+
+
+def _segment_of(unit: StreamedUnit, joiner: Joiner) -> Segment:
+    """A plain-text unit (one segment) where it is in the joiner's source: the first occurrence after the segment
+    before it, which is its own place (only whitespace lies between two segments)."""
+    start = joiner.source.find(unit.source, joiner.position)
+    if start < 0:
+        raise RuntimeError(f"segment {unit.index} ({unit.source!r}) is not in the text after offset {joiner.position}")
+    return Segment(unit.source, start, start + len(unit.source))
+
+
+def _moved(segment: ScoredSegment, at: int) -> ScoredSegment:
+    """A streamed segment (its English's offsets within its unit) with offsets in the whole translation."""
+    span = segment.translation_span
+    return replace(segment, translation_span=None if span is None else (span[0] + at, span[1] + at))
+
+
+def _scores_line(segment: ScoredSegment) -> str:
+    return json.dumps(segment_json(segment), ensure_ascii=False) + "\n"
+
+
+def _close(events: Iterator[StreamEvent]) -> None:
+    """Stop a stream's decoding (a reader that went away, an error): its generator's ``finally`` runs now."""
+    if isinstance(events, Generator):
+        events.close()
+
+
+def _translate_lines(args: argparse.Namespace) -> int:
+    """``--lines``: standard input a line at a time, each line's English written and flushed before the next line is
+    read (``readline``, never to the end of input first)."""
+    from handler import coldstart
+
+    options = _options(args, "text")
+    service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
+    return translate_lines(service, options, sys.stdin.buffer, sys.stdout.buffer, scores=args.scores)
+
+
+def translate_lines(
+    service: TranslationService, options: TranslateOptions, source: BinaryIO, out: BinaryIO, *, scores: bool
+) -> int:
+    """Each line of ``source`` translated as a one-line document and written to ``out`` (flushed) before the next
+    line is read; returns the exit status: 1 when a line could not be read (it gave an empty line, and an error on
+    stderr), else 0."""
+    status = 0
+    number = 0
+    while raw := source.readline():
+        number += 1
+        content = raw.rstrip(b"\n")
+        ending = "\n"
+        if content.endswith(b"\r") and raw.endswith(b"\n"):
+            content, ending = content[:-1], "\r\n"
+        try:
+            line = decode_text(content, f"line {number}")[0] if content else ""
+        except InvalidRequestError as error:
+            print(f"error: {error}; it is written as an empty line", file=sys.stderr, flush=True)
+            status, line = 1, ""
+        if scores:
+            detail = service.translate_document_detailed(line, options)
+            payload = "".join(map(_scores_line, detail.segments)) + _scores_summary(detail)
+        else:
+            payload = service.translate_document(line, options) + ending
+        out.write(payload.encode("utf-8"))
+        out.flush()
+    return status
+
+
+def _scores_summary(detail: TextTranslation) -> str:
+    flagged = sum(1 for segment in detail.segments if segment.assessment.low_confidence)
+    summary = {"translation": detail.text, "segments": len(detail.segments), "flagged": flagged}
+    return json.dumps(summary, ensure_ascii=False) + "\n"
 
 
 def _translate_binary(args: argparse.Namespace, data: bytes, name: str, fmt: str, options: TranslateOptions) -> int:
@@ -152,11 +343,8 @@ def _write_output(output: Path | None, payload: bytes) -> int:
 
 
 def _write_scores(detail: TextTranslation, output: Path | None) -> int:
-    lines = [json.dumps(segment_json(segment), ensure_ascii=False) for segment in detail.segments]
-    flagged = sum(1 for segment in detail.segments if segment.assessment.low_confidence)
-    summary = {"translation": detail.text, "segments": len(detail.segments), "flagged": flagged}
-    lines.append(json.dumps(summary, ensure_ascii=False))
-    return _write_output(output, ("\n".join(lines) + "\n").encode("utf-8"))
+    payload = "".join(map(_scores_line, detail.segments)) + _scores_summary(detail)
+    return _write_output(output, payload.encode("utf-8"))
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -170,6 +358,8 @@ def serve_command(args: argparse.Namespace) -> int:
     host, port = args.host, server.server_address[1]
     if startup.error is not None:
         print(f"the translator is unavailable (answers 503): {startup.error}", file=sys.stderr)
+    if startup.licence.notice:  # a non-commercial demo bundle (handler.model.licence) says so
+        print(startup.licence.notice, file=sys.stderr)
     print(f"serving on http://{host}:{port}/  (Ctrl+C stops)", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
@@ -222,7 +412,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="a glossary file (JSON object or TSV term<TAB>target), over TRANSLATE_GLOSSARY_FILE's terms",
     )
-    translate.set_defaults(run=translate_command)
+    translate.add_argument(
+        "--stream",
+        action="store_true",
+        help="write each sentence's English as soon as it is done (plain text; the same bytes as without --stream)",
+    )
+    translate.add_argument(
+        "--lines",
+        action="store_true",
+        help="translate stdin line by line, each line's English written before the next line is read "
+        "(tail -f chat.log | python -m handler translate --lines)",
+    )
+    translate.set_defaults(run=translate_command, usage_error=translate.error)
 
     serve = commands.add_parser("serve", parents=[common], help="serve the web page and the JSON API")
     serve.add_argument("--host", default="127.0.0.1")
@@ -233,8 +434,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "translate":
+        problem = filter_usage_problem(args)
+        if problem is not None:
+            usage_error: Callable[[str], NoReturn] = args.usage_error
+            usage_error(problem)  # the usage and the problem on stderr, exit status 2
     try:
         return int(args.run(args))
+    except BrokenPipeError:  # the reader went away (| head -n 3): stop quietly, as Unix filters do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush finds no pipe
+        return 1
+    except KeyboardInterrupt:  # Ctrl+C on a pipeline (tail -f | ... --lines): no traceback
+        return 130
     except TranslatorError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

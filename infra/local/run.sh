@@ -18,7 +18,9 @@ URL="http://$HOST:$PORT/"
 # then replaces this shell (same process id, which the watcher follows), so Ctrl+C reaches it directly. What it
 # prints are JSON lines of logger handler.run in the format of every other line (handler/api/access_log.py), each with
 # an "event": "starting", then "ready" (url, model, bundle, cold_start timings) or "start_failed" (code, reason,
-# status); the "message" says the same for a person.
+# status); the "message" says the same for a person. A bundle under a non-commercial licence (the shipped default
+# is a CC BY-NC-SA demo; /healthz's "licence", handler/model/licence.py) adds one line just before it, "event":
+# "licence_notice": the notice that it is a non-commercial demo and how to build a production model.
 "$VENV/bin/python" - "$URL" "$$" <<'PY' &
 import json, logging, os, sys, time, urllib.error, urllib.request
 
@@ -50,6 +52,9 @@ while True:
 
 seconds = round(time.monotonic() - started, 1)
 cold_start = health.get("cold_start") or {}
+licence = health.get("licence") or {}
+if licence.get("notice"):  # a non-commercial demo says so, just above the verdict
+    log.warning(licence["notice"], extra={"event": "licence_notice", "licence": licence})
 if health.get("warm") is not True:
     # never "ready": the server runs (so the page and /healthz show the reason) but cannot translate
     error = health.get("error") or {}
