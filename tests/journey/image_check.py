@@ -336,7 +336,8 @@ def check_deploy_targets(bundle: Bundle) -> None:
         if f"Bundle={bundle.folder}" not in line:
             raise CheckFailed(f"make deploy-aws BUNDLE={bundle.folder}: `{command}` does not carry it:\n{aws}")
     functions = make("deploy-gcp", f"BUNDLE={bundle.folder}")
-    if f"BUNDLE={bundle.folder} infra/gcp/deploy.sh stage" not in functions:
+    stage = next((line for line in functions.splitlines() if "infra/gcp/deploy.sh stage" in line), "")
+    if not stage.startswith(f"BUNDLE={bundle.folder} "):
         raise CheckFailed(f"make deploy-gcp BUNDLE={bundle.folder} does not stage that bundle:\n{functions}")
     cloudrun = make("deploy-cloudrun", f"BUNDLE={bundle.folder}")
     if f"make image-gcp BUNDLE={bundle.folder}" not in cloudrun:
@@ -344,7 +345,7 @@ def check_deploy_targets(bundle: Bundle) -> None:
             f"make deploy-cloudrun BUNDLE={bundle.folder} does not build that bundle's image:\n{cloudrun}"
         )
     services = [line for line in cloudrun.splitlines() if line.startswith("gcloud run deploy")]
-    if [line.split("--env-vars-file ")[-1].strip("'").split("/")[-1] for line in services] != [
+    if [line.split("--env-vars-file ")[-1].strip("'\"").split("/")[-1] for line in services] != [
         f"env-run-{service}.yaml" for service in ("http", "files", "parts")
     ]:
         raise CheckFailed(f"make deploy-cloudrun does not deploy the http, files and parts services:\n{cloudrun}")
