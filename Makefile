@@ -230,7 +230,9 @@ container-engine:
 		echo "make image-check needs $(CONTAINER_PACKAGES): sudo apt-get install $(CONTAINER_PACKAGES)"; exit 2; \
 	fi
 
-# Each deploy target prints its commands; DEPLOY=1 runs them. BUNDLE=model_artifacts/<name> ships that bundle.
+# Each deploy target prints its commands; DEPLOY=1 runs exactly those (one list: infra/commands.sh). Values given
+# on the command line (GCP_PROJECT=, INPUT_BUCKET=, OUTPUT_BUCKET=, STAGE_DIR=, ...) are filled into the printout;
+# BUNDLE=model_artifacts/<name> ships that bundle.
 DEPLOY_MODE = $(if $(filter 1,$(DEPLOY)),deploy,print)
 
 deploy-aws:

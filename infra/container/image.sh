@@ -17,6 +17,9 @@
 #   IMAGE       image name (default zh-en-translate); the tag is the target (lambda or cloudrun)
 #   ISOLATION   buildah/podman isolation (default chroot: works without the privileges a container runtime needs)
 #   PRINT=1     print the build command instead of running it
+# A bundle whose licence forbids commercial use (the shipped default demo: CC BY-NC-SA 4.0) is named so on stderr
+# (python3 -m handler.model.licence), with how to build a production model. When the engine cannot pull the base
+# image, its message is followed by what to do: BASE_IMAGE=, or a local stand-in (tests/journey/stand_in_base.sh).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -25,9 +25,14 @@
 # is their --timeout, so file work stops TRANSLATE_DEADLINE_MARGIN_S before Cloud Functions would stop it.
 #
 # Usage:   infra/gcp/deploy.sh print        print the commands (what `make deploy-gcp` / `deploy-cloudrun` do)
-#          infra/gcp/deploy.sh stage DIR    assemble the deployable Cloud Functions source in DIR (done by `deploy`)
-#          infra/gcp/deploy.sh env DIR      write the entry points' env files into DIR (done by `deploy`)
-#          infra/gcp/deploy.sh deploy       stage or build, and run the commands (`make deploy-gcp DEPLOY=1`)
+#          infra/gcp/deploy.sh deploy       run them (`make deploy-gcp DEPLOY=1`)
+#          infra/gcp/deploy.sh stage DIR    assemble the deployable Cloud Functions source in DIR (a printed command)
+#          infra/gcp/deploy.sh env DIR      write the entry points' env files into DIR (a printed command)
+# `print` prints exactly the commands `deploy` runs (one list, infra/commands.sh): a header naming the variables
+# they need (those not given show as <NAME>), the demo bundle's licence notice, then bash lines to run from the
+# repository root: STAGE_DIR (given, or a new temporary folder), the staging of the source or the env files (with
+# the buckets), the gcloud commands, a create only when describing the resource fails, and the values only Google
+# Cloud knows (service agents, the triggers' subscriptions) read into shell variables by the lines that use them.
 # Settings (environment variables):
 #   BUNDLE                 the bundle to ship: model_artifacts/<name> (what `make model` writes; default: the shipped
 #                          model_artifacts/default); a CSANMT bundle brings its tokenizer's requirements along
@@ -42,7 +47,8 @@
 #   FILE_INSTANCES         most instances of the file function, i.e. uploads translated at once (default: 100)
 #   MAX_DELIVERY_ATTEMPTS  deliveries of a failing event before it goes to the dead-letter topic (5-100; default 5)
 #   MAX_EVENT_AGE          how long a failing event is retried at most (10m-7d; default 6h, like the SAM template)
-#   STAGE_DIR              where `deploy` assembles the source (default: a new temporary folder)
+#   STAGE_DIR              where the commands assemble the source and env files (default: a new temporary folder)
+#   CONTAINER, BASE_IMAGE  (Cloud Run) the engine and base image of `make image-gcp`, carried into the printed lines
 # Needs the Google Cloud CLI (gcloud), logged in with rights to create functions, buckets and IAM bindings.
 set -euo pipefail
 
