@@ -648,14 +648,20 @@ def command_line_options() -> set[str]:
 
 
 def cli_problems(page_name: str, text: str, options: set[str]) -> list[str]:
-    """A line that runs ``python -m handler`` uses only its options."""
-    return [
-        f"{page_name}:{number}: python -m handler has no {flag}"
-        for number, line in enumerate(text.splitlines(), 1)
-        if "-m handler " in line or "-m handler`" in line
-        for flag in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line.split("-m handler", 1)[1])
-        if flag not in options
-    ]
+    """A line that runs ``python -m handler`` uses only its options, and so does every option in backticks under a
+    heading that names the command line."""
+    problems = []
+    in_section = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#"):
+            in_section = "command line" in line.lower()
+        flags = []
+        if "-m handler " in line or "-m handler`" in line:
+            flags += re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line.split("-m handler", 1)[1])
+        if in_section:
+            flags += re.findall(r"`(--?[a-z][a-z-]*)[ =`]", line)
+        problems += [f"{page_name}:{number}: python -m handler has no {flag}" for flag in flags if flag not in options]
+    return problems
 
 
 def test_every_command_line_option_a_page_names_exists() -> None:
@@ -668,3 +674,5 @@ def test_a_planted_command_line_option_is_caught() -> None:
     options = command_line_options()
     assert {"--beam-size", "--scores", "--format", "-o", "--port"} <= options
     assert cli_problems("x.md", "`python -m handler translate --beam 2 a.txt`", options)
+    assert cli_problems("x.md", "## The command line\n\n`python -m handler translate a.txt`\n(`--beam N`)\n", options)
+    assert not cli_problems("x.md", "## Other\n\n(`--beam N`)\n", options)
