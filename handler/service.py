@@ -365,6 +365,19 @@ class TranslationService:
         prepared = self._prepare(list(texts), run.options)
         return self._stream(prepared, run)
 
+    def translate_document_stream(
+        self, text: str, options: TranslateOptions | None = None, *, deadline: float | None = None
+    ) -> Iterator[StreamEvent]:
+        """``translate_stream`` of a whole file's text (the command line's ``--stream``): no character limit, as
+        ``translate_document``; its ``StreamFinished`` carries ``translate_document_detailed``'s translation."""
+        if not isinstance(text, str):
+            raise InvalidRequestError(f"the document must be a string; got {type(text).__name__}")
+        require_unicode(text, "the document")
+        run = self._run(options, deadline, None)
+        run.refuse_early = False
+        run.noun = "the document"
+        return self._stream(self._prepare([text], run.options), run)
+
     def translate_alternatives(
         self, texts: Sequence[str], options: TranslateOptions | None = None, count: int = 0
     ) -> list[TextAlternatives]:
@@ -541,20 +554,25 @@ class TranslationService:
             tokens = [sum(self._tokenizer.count_tokens(t) for t in unit.sources) for unit in units]
             windows = plan_windows(tokens, max(1, self.config.batch_tokens // run.beam_size))
             results: dict[str, Translation] = {}
+            glossary = self.glossary.merged(run.options.glossary).as_dict()
             for window in windows:
                 sources = [t for position in window for t in units[position].sources]
-                glossary = self.glossary.merged(run.options.glossary).as_dict()
                 inputs = first_model_inputs(sources, glossary) if run.options.protect_spans else sources
-                for characters in self._decode_batches(self._fresh(inputs, run), run):
-                    done += characters
-                    yield StreamProgress(min(done, run.total), run.total)
+                fresh = self._fresh(inputs, run)
+                # progress: the source characters of the windows before, and this window's share of its batches
+                window_characters, fresh_characters, decoded = sum(map(len, sources)), sum(map(len, fresh)), 0
+                for characters in self._decode_batches(fresh, run):
+                    decoded += characters
+                    share = decoded * window_characters // max(1, fresh_characters)
+                    yield StreamProgress(done + share, run.total)
+                done += window_characters
                 results.update(self._segment_translations(sources, self._model_for(run), run.options))
                 for position in window:
                     yield self._streamed(units[position], position, prepared, results, run)
             translations = self._assemble(prepared, results, run)
             yield StreamFinished(tuple(translations), len(units), sum(len(text) for text in prepared.given))
         except DeadlineExceededError as error:
-            delivered = f"{done:,} of {run.total:,} characters were decoded"
+            delivered = f"{done:,} of {run.total:,} characters were translated and sent"
             raise DeadlineExceededError(f"{error} ({delivered})") from None
         finally:
             release_free_heap()
