@@ -117,5 +117,8 @@ COPY handler/ ./handler/
 COPY --from=selected-bundle /bundle/ ./model_artifacts/default/
 RUN python -m compileall -q handler
 USER 10001
-ENTRYPOINT ["python", "-m", "awslambdaric"]
+# awslambdaric's runtime loop with the Runtime API's response streaming added (handler/adapters/lambda_streaming.py):
+# the CMD lambda_handler answers as `python -m awslambdaric` does; the template's FunctionUrlInvokeMode
+# RESPONSE_STREAM sets the command to handler.adapters.aws_lambda.streaming_handler, whose Function URL answers stream
+ENTRYPOINT ["python", "-m", "handler.adapters.lambda_streaming"]
 CMD ["handler.adapters.aws_lambda.lambda_handler"]

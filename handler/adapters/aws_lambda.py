@@ -16,6 +16,18 @@
   ``TRANSLATE_DOCUMENT_PREFIX``, its S3 event translates it with the options its record holds, and the status and
   result routes read the output bucket. Binary answers (a translated ``.docx``) go back base64-encoded.
 
+Every HTTP request carries a deadline (``HttpRequest.deadline``): the invocation's remaining time
+(``context.get_remaining_time_in_millis()``) less ``TRANSLATE_DEADLINE_MARGIN_S``. A request whose translation cannot
+finish before it is refused at once (503 ``deadline_exceeded``, naming the ways out); a streamed one delivers every
+segment done in time and ends with an error line. Without a Lambda context (a test calling the handler) there is none.
+
+Two handlers share this adapter. ``lambda_handler`` answers every HTTP event with the proxy response (buffered; a
+streamed answer, ``"stream": true``, is collected whole into the body). ``streaming_handler`` is for a Function URL
+whose ``InvokeMode`` is ``RESPONSE_STREAM`` (the template's ``FunctionUrlInvokeMode`` parameter chooses it): it
+answers Function URL events with a ``handler.adapters.lambda_streaming.StreamedHttpResponse``, which the image's
+entry point (``python -m handler.adapters.lambda_streaming``) sends in the Runtime API's streaming mode, the HTTP
+prelude first and each chunk as it comes; every other event is answered exactly as ``lambda_handler`` answers it.
+
 The model is loaded and warmed when this module is imported (the Lambda init phase); a load failure is kept and
 answered 503 to HTTP events and raised for S3 events.
 """
@@ -30,6 +42,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 from urllib.parse import urlencode
 
+from handler.adapters.lambda_streaming import StreamedHttpResponse
 from handler.api.access_log import configure_logging
 from handler.api.messages import UNREADABLE_PATH, HttpRequest, HttpResponse
 from handler.api.router import HttpApi
@@ -101,22 +114,31 @@ class LambdaAdapter:
         config = self.startup.config
         return bucket_state(config, lambda: cast(StateStore, self.store)) or local_state(config)
 
-    def handle(self, event: Any, context: Any) -> Any:
+    def handle(self, event: Any, context: Any, *, stream_function_url: bool = False) -> Any:
+        """The result for ``event``; with ``stream_function_url``, a Function URL event's answer is a
+        ``StreamedHttpResponse`` (the streaming entry point sends it), every other answer a proxy response."""
         kind = event_kind(event)
         if kind == S3_NOTIFICATION:
             return self.handle_s3(event, context)
+        response = self.handle_http(kind, event, context)
+        if stream_function_url and kind == FUNCTION_URL:
+            return StreamedHttpResponse(response)
+        return _proxy_response(response)
+
+    def handle_http(self, kind: str, event: Mapping[str, Any], context: Any) -> HttpResponse:
+        deadline = self._http_deadline(context)
         try:
-            request = _v1_request(event) if kind == API_GATEWAY_V1 else _v2_request(event)
+            request = _v1_request(event, deadline) if kind == API_GATEWAY_V1 else _v2_request(event, deadline)
         except binascii.Error as error:
             bad_body = InvalidRequestError(f"the event says the body is base64 but it is not: {error}")
-            return _proxy_response(self.http.handle(_what_can_be_read(event), refused=bad_body))
+            return self.http.handle(_what_can_be_read(event), refused=bad_body)
         except MalformedEventError as error:  # a field of the wrong type, named
             malformed = InvalidRequestError(f"the {kind} event is malformed: {error}")
-            return _proxy_response(self.http.handle(_what_can_be_read(event), refused=malformed))
+            return self.http.handle(_what_can_be_read(event), refused=malformed)
         except (KeyError, TypeError, AttributeError, ValueError) as error:  # a field missing or of the wrong type
             malformed = InvalidRequestError(f"the {kind} event is malformed: {type(error).__name__}: {error}")
-            return _proxy_response(self.http.handle(_what_can_be_read(event), refused=malformed))
-        return _proxy_response(self.http.handle(request))
+            return self.http.handle(_what_can_be_read(event), refused=malformed)
+        return self.http.handle(request)
 
     def handle_s3(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         service = self.startup.require_service()
@@ -134,6 +156,15 @@ class LambdaAdapter:
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         seconds_left = remaining() / 1000.0 if remaining is not None else config.event_timeout_s
         return time.monotonic() + seconds_left - config.deadline_margin_s
+
+    def _http_deadline(self, context: Any) -> float | None:
+        """``time.monotonic()`` value by which an HTTP answer must end: the invocation's remaining time less
+        ``TRANSLATE_DEADLINE_MARGIN_S`` (time to send what was done and the error line); None without a context."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        if remaining is None:
+            return None
+        seconds_left = float(remaining()) / 1000.0
+        return time.monotonic() + seconds_left - self.startup.config.deadline_margin_s
 
 
 class MalformedEventError(ValueError):
@@ -175,7 +206,7 @@ def _pairs(value: Any, name: str, *, multi: bool) -> list[tuple[str, str]]:
 
 
 # --- API Gateway REST API (payload format 1.0) --------------------------------------------------------------
-def _v1_request(event: Mapping[str, Any]) -> HttpRequest:
+def _v1_request(event: Mapping[str, Any], deadline: float | None = None) -> HttpRequest:
     if event.get("multiValueHeaders"):
         pairs = _pairs(event["multiValueHeaders"], "multiValueHeaders", multi=True)
     else:
@@ -197,11 +228,11 @@ def _v1_request(event: Mapping[str, Any]) -> HttpRequest:
     bare_path = path.split("?", 1)[0]
     if isinstance(context_path, str) and context_path.endswith(bare_path) and len(context_path) > len(bare_path):
         pairs = _with_prefix(pairs, context_path[: -len(bare_path)])  # the stage: /prod/translate -> /prod
-    return HttpRequest.create(method, path, pairs, _body(event), _platform_id(event))
+    return HttpRequest.create(method, path, pairs, _body(event), _platform_id(event), deadline=deadline)
 
 
 # --- HTTP API (payload format 2.0) and Function URLs --------------------------------------------------------
-def _v2_request(event: Mapping[str, Any]) -> HttpRequest:
+def _v2_request(event: Mapping[str, Any], deadline: float | None = None) -> HttpRequest:
     context = event["requestContext"]
     http = context["http"]
     path = _text_field(event.get("rawPath"), "rawPath") or _text_field(http.get("path"), "requestContext.http.path")
@@ -217,7 +248,7 @@ def _v2_request(event: Mapping[str, Any]) -> HttpRequest:
     if query:  # the drop-in APIs read GET parameters from the query string
         path += "?" + query
     method = _text_field(http.get("method"), "requestContext.http.method", required=True) or ""
-    return HttpRequest.create(method, path, headers, _body(event), _platform_id(event))
+    return HttpRequest.create(method, path, headers, _body(event), _platform_id(event), deadline=deadline)
 
 
 def _with_prefix(pairs: list[tuple[str, str]], prefix: str) -> list[tuple[str, str]]:
@@ -255,12 +286,25 @@ def _platform_id(event: Mapping[str, Any]) -> str | None:
 
 def _proxy_response(response: HttpResponse) -> dict[str, Any]:
     """The response shape API Gateway (v1 and v2) and Function URLs share; a body that is not UTF-8 text (a
-    downloaded ``.docx``) is sent base64-encoded."""
+    downloaded ``.docx``) is sent base64-encoded. A streamed answer is collected whole (a buffered invocation can
+    only answer at the end)."""
+    raw = _whole_body(response)
     try:
-        body, encoded = response.body_text(), False
+        body, encoded = raw.decode("utf-8"), False
     except UnicodeDecodeError:
-        body, encoded = base64.b64encode(response.body).decode("ascii"), True
+        body, encoded = base64.b64encode(raw).decode("ascii"), True
     return {"statusCode": response.status, "headers": response.headers, "body": body, "isBase64Encoded": encoded}
+
+
+def _whole_body(response: HttpResponse) -> bytes:
+    if response.stream is None:
+        return response.body
+    try:
+        return b"".join(response.stream)
+    finally:
+        close = getattr(response.stream, "close", None)
+        if close is not None:
+            close()
 
 
 def _body(event: Mapping[str, Any]) -> bytes:
@@ -294,3 +338,9 @@ _ADAPTER = LambdaAdapter(start())
 def lambda_handler(event: Any, context: Any) -> Any:
     """The function's handler (``handler.adapters.aws_lambda.lambda_handler``)."""
     return _ADAPTER.handle(event, context)
+
+
+def streaming_handler(event: Any, context: Any) -> Any:
+    """The handler of a function whose Function URL streams (``InvokeMode: RESPONSE_STREAM``): Function URL answers
+    are sent as they come by ``python -m handler.adapters.lambda_streaming``; everything else as ``lambda_handler``."""
+    return _ADAPTER.handle(event, context, stream_function_url=True)

@@ -5,6 +5,11 @@ exactly as it talks to Lambda: it long-polls ``GET /2018-06-01/runtime/invocatio
 the handler's result to ``.../invocation/{id}/response`` or ``.../invocation/{id}/error``; an initialisation
 failure goes to ``/2018-06-01/runtime/init/error``. Protocol:
 https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html
+
+A response in the streaming mode (``Lambda-Runtime-Function-Response-Mode: streaming``, chunked transfer encoding;
+``python -m handler.adapters.lambda_streaming``) is read chunk by chunk as it arrives: each chunk is recorded with
+its arrival time (``Invocation.chunks``) and handed to a reader at once (``Invocation.chunks_as_they_come``), the
+request's headers and trailers are kept, and the payload is the raw body.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import queue
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -30,6 +36,29 @@ class Invocation:
     done: threading.Event = field(default_factory=threading.Event)
     outcome: str = ""  # "response" or "error"
     payload: Any = None
+    # a streamed response: the request's headers (lower-case names), each chunk with its time.monotonic() arrival,
+    # the trailers
+    streamed: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+    chunks: list[tuple[float, bytes]] = field(default_factory=list)
+    trailers: dict[str, str] = field(default_factory=dict)
+    _arrivals: queue.Queue[tuple[float, bytes] | None] = field(default_factory=queue.Queue)
+
+    def chunks_as_they_come(self, timeout_s: float = 120.0) -> Iterator[tuple[float, bytes]]:
+        """Each chunk of a streamed response (arrival time, bytes) as soon as it arrives, until the body ends."""
+        while True:
+            try:
+                chunk = self._arrivals.get(timeout=timeout_s)
+            except queue.Empty:
+                raise TimeoutError(f"no chunk of the streamed response arrived within {timeout_s} s") from None
+            if chunk is None:
+                return
+            yield chunk
+
+    def wait(self, timeout_s: float = 120.0) -> tuple[str, Any]:
+        if not self.done.wait(timeout_s):
+            raise TimeoutError(f"the runtime client did not answer within {timeout_s} s")
+        return self.outcome, self.payload
 
 
 class LambdaRuntimeApi:
@@ -62,14 +91,20 @@ class LambdaRuntimeApi:
 
     def invoke(self, event: Any, *, timeout_s: float = 120.0, time_limit_s: float = 900.0) -> tuple[str, Any]:
         """Deliver ``event`` with ``time_limit_s`` of invocation time left; returns (outcome, payload)."""
-        invocation = Invocation(str(uuid.uuid4()), event, int((time.time() + time_limit_s) * 1000))
-        self._invocations[invocation.request_id] = invocation
-        self._pending.put(invocation)
+        invocation = self.start_invocation(event, time_limit_s=time_limit_s)
         if not invocation.done.wait(timeout_s):
             raise TimeoutError(
                 f"the runtime client did not answer within {timeout_s} s (init errors: {self.init_errors})"
             )
         return invocation.outcome, invocation.payload
+
+    def start_invocation(self, event: Any, *, time_limit_s: float = 900.0) -> Invocation:
+        """Queue ``event`` with ``time_limit_s`` of invocation time left and return at once (read a streamed
+        response with ``Invocation.chunks_as_they_come``, wait for the end with ``Invocation.wait``)."""
+        invocation = Invocation(str(uuid.uuid4()), event, int((time.time() + time_limit_s) * 1000))
+        self._invocations[invocation.request_id] = invocation
+        self._pending.put(invocation)
+        return invocation
 
     def _next(self) -> Invocation | None:
         self.polls += 1
@@ -125,13 +160,53 @@ class LambdaRuntimeApi:
                     },
                 )
 
+            def _read_streamed(self, invocation: Invocation) -> None:
+                """A chunked body read chunk by chunk, each recorded and handed on as it arrives; then trailers."""
+                invocation.streamed = True
+                invocation.headers = {name.lower(): value for name, value in self.headers.items()}
+                try:
+                    while True:
+                        size_line = self.rfile.readline()
+                        if not size_line:
+                            raise ConnectionError("the streamed response ended before its last chunk")
+                        size = int(size_line.split(b";", 1)[0].strip(), 16)
+                        if size == 0:
+                            break
+                        chunk = self.rfile.read(size)
+                        if self.rfile.read(2) != b"\r\n":
+                            raise ValueError("a chunk is not followed by CRLF")
+                        arrival = (time.monotonic(), chunk)
+                        invocation.chunks.append(arrival)
+                        invocation._arrivals.put(arrival)
+                    while (line := self.rfile.readline().rstrip(b"\r\n")) != b"":
+                        name, _, value = line.decode("latin-1").partition(":")
+                        invocation.trailers[name.strip()] = value.strip()
+                finally:
+                    invocation._arrivals.put(None)
+                invocation.outcome = "response"
+                invocation.payload = b"".join(chunk for _, chunk in invocation.chunks)
+
             def do_POST(self) -> None:  # noqa: N802
+                parts = self.path[len(PREFIX) :].strip("/").split("/")
+                if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                    invocation = api._invocations.get(parts[1]) if len(parts) == 3 else None
+                    if invocation is None or parts[2] != "response":
+                        self._reply(400, b'{"errorMessage": "unknown request id"}')
+                        self.close_connection = True
+                        return
+                    if self.headers.get("Lambda-Runtime-Function-Response-Mode", "").lower() != "streaming":
+                        self._reply(400, b'{"errorMessage": "a chunked response without the streaming mode"}')
+                        self.close_connection = True
+                        return
+                    self._read_streamed(invocation)
+                    invocation.done.set()
+                    self._reply(202, b'{"status": "OK"}')
+                    return
                 body = self._body()
                 if self.path == f"{PREFIX}/init/error":
                     api.init_errors.append(body)
                     self._reply(202, b'{"status": "OK"}')
                     return
-                parts = self.path[len(PREFIX) :].strip("/").split("/")
                 if len(parts) == 3 and parts[0] == "invocation" and parts[2] in ("response", "error"):
                     invocation = api._invocations.get(parts[1])
                     if invocation is None:

@@ -121,7 +121,9 @@ def _defined_functions(path: Path) -> set[str]:
 def test_lambda_image_runs_the_lambda_handler_through_the_runtime_interface_client(dockerfile: Dockerfile) -> None:
     entrypoint, cmd = dockerfile.last("lambda", "ENTRYPOINT"), dockerfile.last("lambda", "CMD")
     assert entrypoint is not None and cmd is not None
-    assert list(entrypoint.value) == ["python", "-m", "awslambdaric"]
+    # awslambdaric's loop with the Runtime API's response streaming (handler/adapters/lambda_streaming.py)
+    assert list(entrypoint.value) == ["python", "-m", "handler.adapters.lambda_streaming"]
+    assert (REPO_ROOT / "handler" / "adapters" / "lambda_streaming.py").is_file()
     module, function = cmd.value[0].rsplit(".", 1)
     assert module == "handler.adapters.aws_lambda"
     assert function in _defined_functions(REPO_ROOT / Path(*module.split(".")).with_suffix(".py"))

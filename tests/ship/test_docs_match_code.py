@@ -95,6 +95,8 @@ def test_the_cost_table_prices_cloud_run_as_deploy_sh_deploys_it() -> None:
     assert f"{cost.CLOUD_RUN_GIB:g}Gi" == _deploy_value("MEMORY")
     report = REPORT.read_text(encoding="utf-8")
     assert f"| Cloud Run {cost.CLOUD_RUN_VCPUS} vCPU / {cost.CLOUD_RUN_GIB:g} GiB |" in report
+    # the report's cost part is what bench.pipeline.cost makes of the report's measured speeds, at today's prices
+    assert cost.reprice(report) == report, "prices or platform settings changed: python -m bench.pipeline.cost"
 
 
 # ---- docs/deployment.md: permissions and triggers ----------------------------------------------------------------

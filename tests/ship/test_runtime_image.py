@@ -233,7 +233,7 @@ def test_image_has_no_build_time_packages(image: BuiltImage) -> None:
 LAMBDA_SCRIPT = """
 import importlib, json, sys
 request = json.load(sys.stdin)
-import awslambdaric.bootstrap  # what the ENTRYPOINT `python -m awslambdaric` runs
+import awslambdaric.bootstrap  # the loop the ENTRYPOINT `python -m handler.adapters.lambda_streaming` runs
 module_name, function_name = request["cmd"].rsplit(".", 1)
 handler = getattr(importlib.import_module(module_name), function_name)  # loads and warms the model
 from handler.coldstart import cold_start_report
@@ -267,7 +267,7 @@ def test_lambda_image_answers_http_and_refuses_self_triggering_uploads(lambda_im
     dockerfile = Dockerfile()
     entrypoint = dockerfile.last("lambda", "ENTRYPOINT")
     cmd = dockerfile.last("lambda", "CMD")
-    assert entrypoint is not None and list(entrypoint.value) == ["python", "-m", "awslambdaric"]
+    assert entrypoint is not None and list(entrypoint.value) == ["python", "-m", "handler.adapters.lambda_streaming"]
     assert cmd is not None and len(cmd.value) == 1
 
     s3_event = json.loads((EVENTS / "s3_object_created.json").read_text())
