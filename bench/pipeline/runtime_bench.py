@@ -3,7 +3,7 @@
     python -m bench.pipeline.runtime_bench [--rounds 3] [--transformers-rounds 1] [--threads 2] [--repeats 3]
                                   [--rebuild] [--quick] [--out docs/benchmarks.md]
                                   [--csanmt-bundle DIR | --csanmt-build] [--csanmt-checkpoint DIR]
-                                  [--figures-json FILE]
+                                  [--figures-json FILE] [--streaming-rounds 2] [--only streaming]
 
 Models (built once, cached in ``.bench/runtime/``):
 
@@ -25,12 +25,16 @@ Each engine runs in fresh processes (``bench.pipeline.engines``), ``--rounds`` r
 round, on the same token ids with exactly 40 output tokens; each process measures its own memory. The run also
 measures the machine's memory read bandwidth on the same threads (``bench.pipeline.bandwidth``) for the bandwidth bound,
 and the characters/s of news-length sentences through ``TranslationService`` (``bench.pipeline.workload``) for the cost
-table (``bench.pipeline.cost``). It prints the tables, writes them to ``--out`` (default ``docs/benchmarks.md``, with
+table (``bench.pipeline.cost``), the translation memory's figures (``bench.pipeline.memory_bench``) and streaming's
+(``bench.pipeline.streaming_bench``: the first and last segment, streamed against not streamed, on the default model
+and the CSANMT). It prints the tables, writes them to ``--out`` (default ``docs/benchmarks.md``, with
 the chart ``docs/benchmarks.png``) and exits 1, naming each, when any figure could not be measured (nothing is
 written then). Writing ``docs/benchmarks.md``, it also rewrites the figures README.md and docs/ quote from it
 (``bench.pipeline.quoted``). ``--quick`` (the smoke test): the default model only, one round, 8 output tokens, a
 batch of 4, one repeat, a few sentences for the workload; it writes to ``.bench/quick/benchmarks.md`` unless
-``--out`` says otherwise. The random models' outputs are meaningless; only speed, memory and size are measured.
+``--out`` says otherwise. ``--only streaming`` measures the streaming figures alone (the default model, and the
+CSANMT given with ``--csanmt-bundle``) and replaces that section of the existing report, keeping the rest. The random
+models' outputs are meaningless; only speed, memory and size are measured.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from bench.pipeline import (
     memory_bench,
     quoted,
     report,
+    streaming_bench,
 )
 from bench.pipeline.side_by_side import (
     Setup,
@@ -113,6 +118,13 @@ MEMORY_JOB = {
     },
 }
 REQUEST_TEXTS = 32  # texts per request of the cost workload
+# streaming (bench.pipeline.streaming_bench): quick mode's short stand-ins for 2,000 characters and the longest
+QUICK_STREAMING_CHARS = {"short": 300, "longest": 600}
+STREAMING_TITLES = {
+    "default": "`default`: the shipped default model (`model_artifacts/default`)",
+    "csanmt-full-size": "`csanmt-full-size`: the random CSANMT of the damo/nlp_csanmt_translation_zh2en shape, with "
+    "`--csanmt-bundle DIR` (its longest request: `--csanmt-request-chars`, default TRANSLATE_MAX_CHARS)",
+}
 
 # --- building the model ---------------------------------------------------------------------------------------
 
@@ -258,6 +270,76 @@ def csanmt_longest_request(setup: Setup, args: argparse.Namespace) -> dict[str, 
     return {**figures, "max_chars": max_chars}
 
 
+def measure_streaming(setup: Setup, args: argparse.Namespace) -> dict[str, Any]:
+    """Streamed against not streamed on ``setup``'s bundle, for about 2,000 characters and the longest request."""
+    from handler.config import RuntimeConfig
+
+    csanmt = setup.key == "csanmt-full-size"
+    if args.quick:
+        measured = streaming_bench.texts(QUICK_STREAMING_CHARS["longest"], QUICK_STREAMING_CHARS["short"])
+    else:
+        max_chars = RuntimeConfig.from_env().max_chars
+        measured = streaming_bench.texts((args.csanmt_request_chars or max_chars) if csanmt else max_chars)
+    rounds = 1 if args.quick else min(args.streaming_rounds, args.csanmt_rounds) if csanmt else args.streaming_rounds
+    timeout_s = 4 * 3600 if csanmt else 1800  # a random CSANMT runs every sentence to its maximum length
+    return streaming_bench.compare(
+        setup.bundle_dir,
+        measured,
+        args.threads,
+        rounds,
+        1 if args.quick or csanmt else args.repeats,
+        run=lambda job: streaming_bench.run_measuring_process(job, timeout_s),
+        progress=lambda line: print(line, flush=True),
+    )
+
+
+def streaming_section(
+    streaming: dict[str, dict[str, Any]], command: str, started: datetime.datetime, loads: tuple[str, str]
+) -> list[str]:
+    measured_by = (
+        f"Measured by `{command}` on {started:%Y-%m-%d %H:%M} UTC (load average at the start {loads[0]}, at the "
+        f"end {loads[1]}) with"
+    )
+    return streaming_bench.section_lines(streaming, STREAMING_TITLES, measured_by)
+
+
+def only_streaming(args: argparse.Namespace, out: Path, command: str, started: datetime.datetime) -> int:
+    """``--only streaming``: measure the streaming figures and replace that section of the report at ``out``."""
+    if not out.is_file():
+        print(
+            f"{out} does not exist: --only streaming replaces a section of the report make bench writes",
+            file=sys.stderr,
+        )
+        return 1
+    start_load = load_average()
+    setups = [Setup(key="default", title="shipped default model", bundle_dir=DEFAULT_BUNDLE)]
+    csanmt = csanmt_setup(args.work_dir, args.csanmt_bundle, args.csanmt_build)
+    setups += [] if csanmt is None else [csanmt]
+    streaming, problems = {}, []
+    for setup in setups:
+        print(f"measuring streaming on {setup.title}", flush=True)
+        try:
+            streaming[setup.key] = measure_streaming(setup, args)
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+            problems.append(f"{setup.key}: the streaming figures failed: {error}")
+    problems += [problem for figures in streaming.values() for problem in streaming_bench.missing(figures)]
+    lines = streaming_section(streaming, command, started, (start_load, load_average()))
+    print("\n".join(lines))
+    if problems:
+        print(f"\nFAILED: {len(problems)} figure(s) could not be measured; nothing was written:", file=sys.stderr)
+        for problem in problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 1
+    out.write_text(streaming_bench.replace_section(out.read_text(encoding="utf-8"), lines), encoding="utf-8")
+    print(f"\nreplaced the streaming section of {out}")
+    if out.resolve() == DOCS_OUT.resolve():
+        for page in quoted.fill_pages(REPO_ROOT, out):
+            print(f"updated the figures {page.relative_to(REPO_ROOT)} quotes from it")
+    if args.figures_json is not None:
+        args.figures_json.write_text(json.dumps({"streaming": streaming}, indent=1), encoding="utf-8")
+    return 0
+
+
 # --- the run --------------------------------------------------------------------------------------------------
 
 
@@ -359,6 +441,7 @@ def document(
     transformers_rounds: int,
     memory: dict[str, Any] | None = None,
     csanmt_beside_tensorflow: list[str] | None = None,
+    streaming: list[str] | None = None,
 ) -> str:
     workload = results[0].workload
     lines = [
@@ -469,6 +552,8 @@ def document(
         ]
     if memory is not None:
         lines += memory_bench.lines(memory, titles.get("default", "default"))
+    if streaming is not None:
+        lines += streaming
     if not quick:
         lines += ["![This runtime vs CTranslate2](benchmarks.png)", ""]
     return "\n".join(lines)
@@ -510,6 +595,14 @@ def main(argv: list[str] | None = None) -> int:
         help="models transformers runs on, comma-separated (default both: opus-mt-sized,default; '' = none)",
     )
     parser.add_argument("--figures-json", type=Path, help="also write every engine's medians as JSON here")
+    parser.add_argument(
+        "--streaming-rounds", type=int, default=2, help="rounds of a streamed and a whole process per text (default 2)"
+    )
+    parser.add_argument(
+        "--only",
+        choices=("streaming",),
+        help="measure this section alone and replace it in the existing report (--out), keeping the rest",
+    )
     parser.add_argument("--work-dir", type=Path, default=BENCH_DIR, help=f"model cache (default {BENCH_DIR})")
     args = parser.parse_args(argv)
     if args.csanmt_checkpoint is not None and args.csanmt_bundle is None and not args.csanmt_build:
@@ -519,6 +612,8 @@ def main(argv: list[str] | None = None) -> int:
     workload = QUICK if args.quick else replace(FULL, repeats=args.repeats)
     rounds = 1 if args.quick else args.rounds
     out = args.out or (QUICK_OUT if args.quick else DOCS_OUT)
+    if args.only == "streaming":
+        return only_streaming(args, out, command, started)
 
     setups: list[Setup] = []
     sizes = None
@@ -603,6 +698,15 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
         problems.append(f"the translation memory figures failed: {error}")
 
+    streaming: dict[str, dict[str, Any]] = {}
+    for setup in [default] + ([] if csanmt is None else [csanmt]):
+        print(f"measuring streaming on {setup.title}", flush=True)
+        try:
+            streaming[setup.key] = measure_streaming(setup, args)
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+            problems.append(f"{setup.key}: the streaming figures failed: {error}")
+    problems += [problem for figures in streaming.values() for problem in streaming_bench.missing(figures)]
+
     text = document(
         results,
         sizes,
@@ -617,6 +721,7 @@ def main(argv: list[str] | None = None) -> int:
         1 if args.quick else args.transformers_rounds,
         memory,
         None if tensorflow is None else csanmt_tensorflow.section_lines(tensorflow),
+        streaming_section(streaming, command, started, (start_load, load_average())),
     )
     print()
     print(text)
@@ -644,6 +749,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     medians["workload"] = workloads
     medians["translation_memory"] = memory or {}
+    medians["streaming"] = streaming
     medians["bandwidth"] = band
     if tensorflow is not None:
         medians["csanmt_beside_tensorflow"] = csanmt_tensorflow.medians(tensorflow)
