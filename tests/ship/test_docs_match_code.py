@@ -678,3 +678,45 @@ def test_a_planted_command_line_option_is_caught() -> None:
     assert cli_problems("x.md", "`python -m handler translate --beam 2 a.txt`", options)
     assert cli_problems("x.md", "## The command line\n\n`python -m handler translate a.txt`\n(`--beam N`)\n", options)
     assert not cli_problems("x.md", "## Other\n\n(`--beam N`)\n", options)
+
+
+_STATED_DEFAULT = re.compile(
+    r"`(TRANSLATE_[A-Z0-9_]+)`(?: \((?:default )?|, )(?:`([^`]*)`|(\d[\d,.]*)(?: (MB|MiB|s)\b)?)(?=[ ,;)])"
+)
+_UNITS = {"MB": 1_000_000, "MiB": 1 << 20, "s": 1, None: 1}
+
+
+def stated_limit_problems(page_name: str, text: str) -> list[str]:
+    """A default or limit a page states beside a variable (`` `TRANSLATE_MAX_CHARS` (20,000) ``, `` `X` (default
+    `_state/`) ``, `` `TRANSLATE_MEMORY_BYTES`, 16 MiB ``) is the runtime's default."""
+    defaults = RuntimeConfig()
+    problems = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for name, code, amount, unit in _STATED_DEFAULT.findall(line):
+            field = runtime_config._FIELD_BY_ENV.get(name)
+            if field is None or re.fullmatch(r"[A-Z][A-Z0-9_]+", code):
+                continue  # not a variable of the runtime, or a list of variables
+            actual = getattr(defaults, field)
+            stated: object = code if code or not amount else float(amount.replace(",", "")) * _UNITS[unit or None]
+            if isinstance(stated, float) and isinstance(actual, int | float):
+                matches = abs(stated - actual) <= 0.5 * _UNITS[unit or None] * (10 ** -(len(amount.partition(".")[2])))
+            else:
+                matches = stated == _runtime_default(actual)
+            if not matches:
+                problems.append(
+                    f"{page_name}:{number}: {name} is {_runtime_default(actual)!r} by default, not {amount or code!r}"
+                )
+    return problems
+
+
+def test_every_default_a_page_states_beside_a_variable_is_the_runtimes() -> None:
+    problems = [problem for page in PAGES for problem in stated_limit_problems(_name(page), _page_text(page))]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_planted_limit_is_caught() -> None:
+    assert stated_limit_problems("x.md", "`TRANSLATE_MAX_CHARS` (10,000 per request)")
+    assert stated_limit_problems("x.md", "`TRANSLATE_MAX_FILE_BYTES` (3 MB)")
+    assert stated_limit_problems("x.md", "`TRANSLATE_STATE_PREFIX` (default `_docs/`)")
+    assert stated_limit_problems("x.md", "(`TRANSLATE_MEMORY_BYTES`, 32 MiB)")
+    assert not stated_limit_problems("x.md", "`TRANSLATE_MAX_CHARS` (20,000), `TRANSLATE_MEMORY_BYTES`, 16 MiB)")
