@@ -528,7 +528,7 @@ class BrokenService(TranslationService):
     """A service whose translation fails with an error that is not ours."""
 
     def translate_detailed(
-        self, texts: Sequence[str], options: TranslateOptions | None = None
+        self, texts: Sequence[str], options: TranslateOptions | None = None, *, deadline: float | None = None
     ) -> list[TextTranslation]:
         raise RuntimeError(f"boom in {Path(__file__).name}")
 
@@ -576,10 +576,10 @@ class SlowService(TranslationService):
     """The shipped service, taking at least ``SLOW_S`` for each translation."""
 
     def translate_detailed(
-        self, texts: Sequence[str], options: TranslateOptions | None = None
+        self, texts: Sequence[str], options: TranslateOptions | None = None, *, deadline: float | None = None
     ) -> list[TextTranslation]:
         time.sleep(SLOW_S)
-        return super().translate_detailed(texts, options)
+        return super().translate_detailed(texts, options, deadline=deadline)
 
 
 SLOW_S = 0.05
