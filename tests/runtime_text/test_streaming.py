@@ -93,7 +93,7 @@ def test_streamed_and_whole_translations_are_equal_byte_for_byte_on_the_dev_set(
             start, end = unit.source_span
             assert texts[unit.text][start:end] == unit.source
     if options.format == "text":
-        for number, text in enumerate(texts):  # the units are the text's sentences, and their English is its
+        for number in range(len(texts)):  # the units are the text's sentences, and their English is its
             mine = [unit for unit in units if unit.text == number]
             assert all(unit.source_span is not None for unit in mine)
             assert " ".join(u.translation for u in mine if u.translation).split() == whole[number].text.split()
