@@ -206,9 +206,23 @@ def own_api_paths(config: RuntimeConfig, keys_required: bool) -> dict[str, Any]:
             },
         },
         "responses": {
-            "200": _response(
-                "the translation(s)", {"oneOf": [_ref("TranslateResponse"), _ref("LibreTranslateResponse")]}
-            ),
+            "200": {
+                **_response(
+                    "the translation(s); streamed with stream: true",
+                    {"oneOf": [_ref("TranslateResponse"), _ref("LibreTranslateResponse")]},
+                ),
+                "content": {
+                    JSON: {"schema": {"oneOf": [_ref("TranslateResponse"), _ref("LibreTranslateResponse")]}},
+                    "application/x-ndjson": {
+                        "schema": {"type": "string", "description": "one TranslateStreamEvent (JSON) a line"},
+                        "x-item-schema": _ref("TranslateStreamEvent"),
+                    },
+                    "text/event-stream": {
+                        "schema": {"type": "string", "description": "event: <type> / data: <TranslateStreamEvent>"},
+                        "x-item-schema": _ref("TranslateStreamEvent"),
+                    },
+                },
+            },
             "400": _response(
                 "a bad request (LibreTranslate: also too large)",
                 {"oneOf": [_ref("Error"), _ref("LibreTranslateError")]},
@@ -803,6 +817,13 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
         "protect_spans": _nullable({"type": "boolean"}),
         "source": _nullable({"type": "string", "enum": list(SOURCE_SPELLINGS)}),
         "spans": {"type": "boolean", "description": "true: list each translation's protected spans"},
+        "stream": {
+            "type": "boolean",
+            "description": "true: the answer is streamed, application/x-ndjson (one TranslateStreamEvent a line) or, "
+            "with Accept: text/event-stream, server-sent events: a segment event per sentence (a block of html and "
+            "markdown) as soon as it is done, progress events, and a last done event carrying the whole answer, or "
+            "an error event when the work fails after the answer began",
+        },
         "scores": _nullable(
             {"type": "boolean", "description": "true: list each translation's segments with a confidence and flags"}
         ),
@@ -864,6 +885,29 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
     }
     string_or_list = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
     one_or_more = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]}
+    translate_response: dict[str, Any] = {
+        "type": "object",
+        "required": ["model", "bundle_hash", "elapsed_ms"],
+        "oneOf": [{"required": ["translation"]}, {"required": ["translations"]}],
+        "additionalProperties": False,
+        "properties": {
+            "translation": {"type": "string"},
+            "translations": {"type": "array", "items": {"type": "string"}},
+            "spans": {
+                "description": "a list of spans for text, a list of such lists for texts",
+                "type": "array",
+                "items": {"oneOf": [span, {"type": "array", "items": span}]},
+            },
+            "scores": {
+                "description": "a list of scored segments for text, a list of such lists for texts",
+                "type": "array",
+                "items": {"oneOf": [scored_segment, {"type": "array", "items": scored_segment}]},
+            },
+            "model": {"type": ["string", "null"]},
+            "bundle_hash": {"type": ["string", "null"]},
+            "elapsed_ms": {"type": "number", "minimum": 0},
+        },
+    }
     schemas: dict[str, Any] = {
         "Error": {
             "type": "object",
@@ -891,28 +935,59 @@ def _schemas(config: RuntimeConfig) -> dict[str, Any]:
                 **options,
             },
         },
-        "TranslateResponse": {
-            "type": "object",
-            "required": ["model", "bundle_hash", "elapsed_ms"],
-            "oneOf": [{"required": ["translation"]}, {"required": ["translations"]}],
-            "additionalProperties": False,
-            "properties": {
-                "translation": {"type": "string"},
-                "translations": {"type": "array", "items": {"type": "string"}},
-                "spans": {
-                    "description": "a list of spans for text, a list of such lists for texts",
-                    "type": "array",
-                    "items": {"oneOf": [span, {"type": "array", "items": span}]},
+        "TranslateResponse": translate_response,
+        "TranslateStreamEvent": {
+            "description": "one event of a streamed POST /translate (stream: true), in source order",
+            "oneOf": [
+                {
+                    "type": "object",
+                    "required": ["type", "index", "source", "source_span", "translation"],
+                    "properties": {
+                        "type": {"const": "segment"},
+                        "index": {"type": "integer", "minimum": 0, "description": "from 0, in source order"},
+                        "text": {"type": "integer", "minimum": 0, "description": "with texts: which text"},
+                        "source": {"type": "string"},
+                        "source_span": {
+                            "description": "[start, end) in the text as given; null where not found as written",
+                            "oneOf": [
+                                {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+                                {"type": "null"},
+                            ],
+                        },
+                        "translation": {"type": "string"},
+                        "scores": {"type": "array", "items": scored_segment},
+                    },
                 },
-                "scores": {
-                    "description": "a list of scored segments for text, a list of such lists for texts",
-                    "type": "array",
-                    "items": {"oneOf": [scored_segment, {"type": "array", "items": scored_segment}]},
+                {
+                    "type": "object",
+                    "required": ["type", "done", "total"],
+                    "properties": {
+                        "type": {"const": "progress"},
+                        "done": {"type": "integer", "minimum": 0, "description": "source characters translated"},
+                        "total": {"type": "integer", "minimum": 0},
+                    },
                 },
-                "model": {"type": ["string", "null"]},
-                "bundle_hash": {"type": ["string", "null"]},
-                "elapsed_ms": {"type": "number", "minimum": 0},
-            },
+                {
+                    **translate_response,
+                    "description": "the last event: TranslateResponse's fields, the segment count and characters",
+                    "required": [*translate_response["required"], "type", "segments", "characters"],
+                    "properties": {
+                        **translate_response["properties"],
+                        "type": {"const": "done"},
+                        "segments": {"type": "integer", "minimum": 0},
+                        "characters": {"type": "integer", "minimum": 0},
+                    },
+                },
+                {
+                    "description": "the last event when the work failed after the answer began",
+                    "type": "object",
+                    "required": ["type", "error"],
+                    "properties": {
+                        "type": {"const": "error"},
+                        "error": {"$ref": "#/components/schemas/Error/properties/error"},
+                    },
+                },
+            ],
         },
         "Health": {
             "type": "object",

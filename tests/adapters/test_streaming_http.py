@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import jsonschema
 import pytest
 
 from build import corpus
@@ -69,6 +70,15 @@ def lines_of(response: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:
         yield json.loads(line)
 
 
+def check_described(api: HttpApi, events: list[dict[str, Any]]) -> None:
+    """Each event is what the OpenAPI document says a TranslateStreamEvent is."""
+    document = json.loads(api.handle(HttpRequest.create("GET", "/openapi.json")).body)
+    schema = {"$ref": "#/components/schemas/TranslateStreamEvent", "components": document["components"]}
+    validator = jsonschema.Draft202012Validator(schema)
+    for event in events:
+        validator.validate(event)
+
+
 def test_segments_arrive_one_by_one_before_the_decoding_ends(served: Served) -> None:
     text = article()
     response = served.post({"text": text, "stream": True})
@@ -96,6 +106,7 @@ def test_segments_arrive_one_by_one_before_the_decoding_ends(served: Served) -> 
     assert done["translation"] == whole["translation"]
     assert set(done) == set(whole) | {"type", "segments", "characters"}
     assert done["characters"] == len(text) and done["bundle_hash"] == whole["bundle_hash"]
+    check_described(served.api, events)
 
 
 def test_server_sent_events_carry_the_same_events(served: Served) -> None:
@@ -122,6 +133,7 @@ def test_server_sent_events_carry_the_same_events(served: Served) -> None:
     whole = json.loads(served.post({k: v for k, v in body.items() if k != "stream"}).read())
     assert done["translations"] == whole["translations"] and done["spans"] == whole["spans"]
     assert done["scores"] == whole["scores"]
+    check_described(served.api, events)
 
 
 def test_every_format_streams_its_blocks_and_ends_with_the_whole_document(served: Served) -> None:
@@ -196,6 +208,7 @@ def test_the_adapters_time_limit_ends_a_stream_with_an_error_line_and_refuses_a_
     events = [json.loads(line) for chunk in response.stream for line in chunk.splitlines()]
     assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "deadline_exceeded"
     assert "characters were translated and sent" in events[-1]["error"]["message"]
+    check_described(api, events)
     whole = json.dumps({"text": article()}).encode()
     served.service.translate(article(5))  # the measured speed, which the estimate needs
     soon = time.monotonic() + 0.001
