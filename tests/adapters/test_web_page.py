@@ -4,6 +4,7 @@ function under functions-framework exactly as ``make run`` serves it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,35 +32,59 @@ CHROMIUM_FLAGS = [
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+@contextlib.contextmanager
+def launched_chromium() -> Iterator[Any]:
+    """Debian's chromium, headless, driven by Playwright (the test is skipped where it is not installed)."""
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        yield launched
-        launched.close()
+        try:
+            yield launched
+        finally:
+            launched.close()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
+@contextlib.contextmanager
+def new_page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 720})
-    yield context.new_page()
-    context.close()
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
-@pytest.fixture
-def console(page: Any) -> list[str]:
-    """The page's console errors and uncaught exceptions."""
+def console_messages(page: Any) -> list[str]:
+    """The page's console messages and uncaught exceptions, from now on."""
     messages: list[str] = []
     page.on("console", lambda message: messages.append(f"{message.type}: {message.text}"))
     page.on("pageerror", lambda error: messages.append(f"pageerror: {error}"))
     return messages
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with launched_chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    with new_page(browser) as opened:
+        yield opened
+
+
+@pytest.fixture
+def console(page: Any) -> list[str]:
+    """The page's console errors and uncaught exceptions."""
+    return console_messages(page)
+
+
 def wait_for_output(page: Any) -> str:
     # locator assertions, not wait_for_function: the page's Content-Security-Policy forbids eval, and stays on
-    expect(page.locator("#output")).to_have_text(re.compile(r"\S"), timeout=60_000)
+    # (the English streams in sentence by sentence; the pane says data-state="done" once the translation is whole)
+    expect(page.locator("#output")).to_have_attribute("data-state", "done", timeout=60_000)
+    expect(page.locator("#output")).to_have_text(re.compile(r"\S"))
     return str(page.inner_text("#output"))
 
 
