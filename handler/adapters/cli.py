@@ -113,8 +113,8 @@ def filter_usage_problem(args: argparse.Namespace) -> str | None:
         fmt = args.format or format_for(args.file)
         if fmt != "text":
             return (
-                f"--stream writes plain text sentence by sentence; a {fmt} file is written whole: drop --stream "
-                "(or give --format text to translate the file as plain text)"
+                f"--stream writes plain text sentence by sentence; {fmt} output is written whole, once complete: "
+                "drop --stream (or give --format text to translate the file as plain text)"
             )
         if args.output is not None:
             return "--stream writes to stdout as it goes; -o writes the file once it is complete: drop one of them"

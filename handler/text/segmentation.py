@@ -1,10 +1,11 @@
 """Long text: cut Chinese text into sentence-sized segments that fit the model, and put translations back.
 
 ``split_document`` finds the segments of a text; ``Document.join`` rebuilds a text from one translation per
-segment. A segment is an exact slice of the input, and everything between two segments is whitespace, so no
-content is ever dropped. Segments never cross a line break, and ``join`` copies every stretch of whitespace
-that holds a line break verbatim (blank lines, indentation, trailing spaces, ``\\r\\n``), so paragraphs and
-line breaks survive; sentences within one line are joined with a single space.
+segment (``Joiner``: the same, one segment at a time, for a streamed translation). A segment is an exact slice of
+the input, and everything between two segments is whitespace, so no content is ever dropped. Segments never
+cross a line break, and ``join`` copies every stretch of whitespace that holds a line break verbatim (blank lines,
+indentation, trailing spaces, ``\\r\\n``), so paragraphs and line breaks survive; sentences within one line are
+joined with a single space.
 
 How a line is cut, in order:
 
@@ -91,26 +92,50 @@ class Document:
         """
         if len(translations) != len(self.segments):
             raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")
+        joiner = Joiner(self.source)
+        parts = [joiner.add(segment, english) for segment, english in zip(self.segments, translations, strict=True)]
+        parts.append(joiner.finish())
+        return "".join(parts)
+
+
+class Joiner:
+    """``Document.join`` one segment at a time, for output written as each translation arrives (a streamed
+    translation): ``add`` gives what goes out with a segment's translation (the input's whitespace or the single
+    space that separates it from the text before, then the translation on one line), ``finish`` what follows the
+    last segment. Nothing written depends on a later segment, and the pieces together are ``join``'s text byte
+    for byte (``join`` is made of them)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.position = 0  # where the last segment added ends in ``source``
+        self._added = 0
+        self._line_has_text = False
+
+    def add(self, segment: Segment, translation: str) -> str:
+        """What to write for ``segment`` (the next segment of ``source``, in order) translated as ``translation``."""
+        if segment.start < self.position:
+            raise ValueError(f"segments must come in order: {segment.start} is before {self.position}")
         parts: list[str] = []
-        previous_end = 0
-        line_has_text = False
-        for index, (segment, translation) in enumerate(zip(self.segments, translations, strict=True)):
-            gap = self.source[previous_end : segment.start]
-            if index == 0 or _LINE_BREAK.search(gap):
-                parts.append(gap)  # the text's leading whitespace, or line breaks with the next indentation
-                line_has_text = False
-            inside_word = index > 0 and not gap and _is_run_char(self.source[previous_end - 1])
-            inside_word = inside_word and _is_run_char(self.source[segment.start])
-            previous_end = segment.end
-            text = one_line(translation)
-            if not text:
-                continue
-            if line_has_text and not inside_word:  # a word or URL longer than the budget was cut: no space
+        first = self._added == 0
+        gap = self.source[self.position : segment.start]
+        if first or _LINE_BREAK.search(gap):
+            parts.append(gap)  # the text's leading whitespace, or line breaks with the next indentation
+            self._line_has_text = False
+        inside_word = not first and not gap and _is_run_char(self.source[self.position - 1])
+        inside_word = inside_word and _is_run_char(self.source[segment.start])
+        self.position = segment.end
+        self._added += 1
+        text = one_line(translation)
+        if text:  # empty translations add nothing
+            if self._line_has_text and not inside_word:  # a word or URL longer than the budget was cut: no space
                 parts.append(" ")
             parts.append(text)
-            line_has_text = True
-        parts.append(self.source[previous_end:])
+            self._line_has_text = True
         return "".join(parts)
+
+    def finish(self) -> str:
+        """What follows the last segment: the text's trailing whitespace (all of it when there were no segments)."""
+        return self.source[self.position :]
 
 
 def one_line(translation: str) -> str:
