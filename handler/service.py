@@ -378,19 +378,6 @@ class TranslationService:
         run.noun = "the document"
         return self._stream(self._prepare([text], run.options), run)
 
-    def translate_document_stream(
-        self, text: str, options: TranslateOptions | None = None, *, deadline: float | None = None
-    ) -> Iterator[StreamEvent]:
-        """``translate_stream`` of a whole file's text (the command line's ``--stream``): no character limit, as
-        ``translate_document``; its ``StreamFinished`` carries ``translate_document_detailed``'s translation."""
-        if not isinstance(text, str):
-            raise InvalidRequestError(f"the document must be a string; got {type(text).__name__}")
-        require_unicode(text, "the document")
-        run = self._run(options, deadline, None)
-        run.refuse_early = False
-        run.noun = "the document"
-        return self._stream(self._prepare([text], run.options), run)
-
     def translate_alternatives(
         self, texts: Sequence[str], options: TranslateOptions | None = None, count: int = 0
     ) -> list[TextAlternatives]:
