@@ -34,8 +34,6 @@ as soon as it and every unit before it are done; the translations are the same b
 
 from __future__ import annotations
 
-import json
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -57,11 +55,17 @@ from handler.model.decoding import Hypothesis
 from handler.model.families.base import SearchRequest
 from handler.model.loader import LoadedModel
 from handler.model.memory import release_free_heap
+from handler.options import LENGTH_PENALTY_RANGE as LENGTH_PENALTY_RANGE  # re-exported: importers keep working
+from handler.options import MAX_ALTERNATIVES as MAX_ALTERNATIVES
+from handler.options import MAX_LENGTH_RATIO_RANGE as MAX_LENGTH_RATIO_RANGE
+from handler.options import OPTION_NAMES as OPTION_NAMES
+from handler.options import TranslateOptions as TranslateOptions
+from handler.options import shown_value
 from handler.streaming import StreamedUnit, StreamProgress, plan_windows
 from handler.text.cleaning import clean_translation
-from handler.text.glossary import MAX_FILE_TERMS, Glossary, deployment_glossary
-from handler.text.markup import FORMATS, MarkupDocument, parse_markup
-from handler.text.script_conversion import AUTO, canonical_variant, default_converter
+from handler.text.glossary import Glossary, deployment_glossary
+from handler.text.markup import MarkupDocument, parse_markup
+from handler.text.script_conversion import default_converter
 from handler.text.segmentation import Document, one_line, split_document
 from handler.text.spans import (
     ProtectedSpan,
@@ -74,109 +78,10 @@ from handler.text.spans import (
 from handler.text.validation import require_unicode
 from handler.translation_memory import MemoryKey, Remembered, TranslationMemory, current_work
 
-OPTION_NAMES = (
-    "beam_size",
-    "length_penalty",
-    "max_length_ratio",
-    "repetition_guard",
-    "format",
-    "glossary",
-    "protect_spans",
-    "source",
-    "scores",
-)
-LENGTH_PENALTY_RANGE = (0.0, 2.0)
-MAX_LENGTH_RATIO_RANGE = (1.0, 4.0)
-MAX_ALTERNATIVES = 5  # alternatives per text (translate_alternatives); more is an InvalidRequestError
 EXTRA_NEW_TOKENS = 10  # output tokens allowed on top of max_length_ratio x source tokens
 MIN_SEGMENT_TOKENS = 8
 SPEED_MEMORY = 0.8  # weight of earlier batches in the measured decoding speed
 SegmentModelScore = tuple[Hypothesis, int]  # a model input's hypothesis and its source token count
-
-
-def _shown(value: object) -> str:
-    """A value as the user wrote it (JSON where possible)."""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-@dataclass(frozen=True)
-class TranslateOptions:
-    """Per-request decoding choices; every field is validated on construction (``InvalidRequestError``)."""
-
-    beam_size: int | None = None  # None -> RuntimeConfig.beam_size; allowed 1..8
-    # the exponent of the model family's length penalty; None = the model's own (Marian: 1.0, score = sum of
-    # log-probabilities / length ** 1.0; CSANMT: the bundle's GNMT alpha, 0.6; see handler.model.families)
-    length_penalty: float | None = None
-    max_length_ratio: float = 2.0  # output tokens <= ratio x source tokens + 10 (and < the model's positions)
-    repetition_guard: bool = True  # ban degenerate loops (see handler.model.decoding.RepetitionGuard)
-    format: str = "text"  # "text", "html" (text nodes, alt/title) or "markdown" (see handler.text.markup)
-    # the request's glossary, merged over the deployment's (TRANSLATE_GLOSSARY_FILE); a mapping becomes a Glossary
-    glossary: Glossary | None = None
-    protect_spans: bool = True  # URLs, numbers, code, names... kept intact (handler.text.spans); false = raw model
-    # the texts' Chinese variant: "auto" (detected), "zh-Hans", "zh-Hant", "zh-TW", "zh-HK"; Traditional text is
-    # converted to the model's script first (handler.text.script_conversion)
-    source: str = AUTO
-    # each translation's segments with a confidence and flags (handler.model.confidence); changes no translation
-    scores: bool = False
-
-    def __post_init__(self) -> None:
-        if self.beam_size is not None and not (
-            isinstance(self.beam_size, int)
-            and not isinstance(self.beam_size, bool)
-            and 1 <= self.beam_size <= MAX_BEAM_SIZE
-        ):
-            raise InvalidRequestError(
-                f"beam_size must be an integer from 1 to {MAX_BEAM_SIZE}; got {_shown(self.beam_size)}"
-            )
-        for name, (low, high) in (
-            ("length_penalty", LENGTH_PENALTY_RANGE),
-            ("max_length_ratio", MAX_LENGTH_RATIO_RANGE),
-        ):
-            value = getattr(self, name)
-            if value is None and name == "length_penalty":
-                continue
-            if not (_is_number(value) and math.isfinite(value) and low <= value <= high):
-                raise InvalidRequestError(f"{name} must be a number from {low} to {high}; got {_shown(value)}")
-        for name in ("repetition_guard", "protect_spans", "scores"):
-            if not isinstance(getattr(self, name), bool):
-                raise InvalidRequestError(f"{name} must be true or false; got {_shown(getattr(self, name))}")
-        if self.format not in FORMATS:
-            raise InvalidRequestError(f"format must be one of {', '.join(FORMATS)}; got {_shown(self.format)}")
-        if self.glossary is not None and not isinstance(self.glossary, Glossary):
-            object.__setattr__(self, "glossary", Glossary.from_mapping(self.glossary))
-        object.__setattr__(self, "source", canonical_variant(self.source))
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, object]) -> TranslateOptions:
-        """Options from user JSON: unknown keys are an error listing the allowed ones; ``null`` means the default."""
-        if not isinstance(data, Mapping):
-            raise InvalidRequestError(f"options must be an object with the keys {', '.join(OPTION_NAMES)}")
-        unknown = sorted(str(key) for key in data if key not in OPTION_NAMES)
-        if unknown:
-            raise InvalidRequestError(
-                f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
-                f"allowed options: {', '.join(OPTION_NAMES)}"
-            )
-        values = {key: value for key, value in data.items() if value is not None}
-        return cls(**values)  # type: ignore[arg-type]  # __post_init__ checks every type
-
-    @classmethod
-    def from_stored(cls, data: Mapping[str, object]) -> TranslateOptions:
-        """Options a document job recorded (``from_mapping``'s JSON values): its glossary may be a stored one (DeepL's
-        glossary API), as large as a deployment's glossary file, not only a request's."""
-        values = dict(data)
-        if values.get("glossary") is not None and not isinstance(values["glossary"], Glossary):
-            values["glossary"] = Glossary.from_mapping(
-                values["glossary"], limit=MAX_FILE_TERMS, where="the document's glossary"
-            )
-        return cls.from_mapping(values)
 
 
 @dataclass(frozen=True)
@@ -385,7 +290,7 @@ class TranslationService:
         module's docstring says which); the limits of ``translate_many``."""
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_ALTERNATIVES:
             raise InvalidRequestError(
-                f"the number of alternatives must be an integer from 0 to {MAX_ALTERNATIVES}; got {_shown(count)}"
+                f"the number of alternatives must be an integer from 0 to {MAX_ALTERNATIVES}; got {shown_value(count)}"
             )
         self._check_request(texts)
         run = self._run(options, None, None)

@@ -1,6 +1,6 @@
 """handler/'s layers, read from the imports of its source (ast, nothing imported): arrows point down only.
 
-    handler/  errors, config, service, streaming, translation_memory, coldstart   the core
+    handler/  errors, config, options, service, streaming, translation_memory, coldstart   the core
       adapters/  events and servers -> service calls
       api/       the HTTP surfaces (framework-free)
       text/      text in and out of the model
@@ -137,7 +137,7 @@ def test_ls_handler_shows_the_layers() -> None:
     folders = sorted(p.name for p in HANDLER.iterdir() if p.is_dir() and p.name != "__pycache__")
     modules = sorted(p.stem for p in HANDLER.glob("*.py"))
     assert folders == sorted(LAYERS)
-    assert modules == ["__init__", "__main__", "coldstart", "config", "errors", "service", "streaming", "translation_memory"]
+    assert modules == ["__init__", "__main__", "coldstart", "config", "errors", "options", "service", "streaming", "translation_memory"]
 
 
 def test_no_import_cycle_even_counting_imports_inside_functions() -> None:
