@@ -61,6 +61,58 @@ class Invocation:
         return self.outcome, self.payload
 
 
+PRELUDE_SEPARATOR = b"\0" * 8  # ends a Function URL stream's HTTP prelude
+
+
+@dataclass
+class FunctionUrlStream:
+    """A streamed Function URL answer as its client sees it: the prelude, then each NDJSON line with the arrival time
+    of the chunk that ended it."""
+
+    prelude: dict[str, Any]
+    first_chunk: bytes
+    lines: list[tuple[float, dict[str, Any]]]
+
+    def of_type(self, kind: str) -> list[tuple[float, dict[str, Any]]]:
+        return [(arrived, line) for arrived, line in self.lines if line["type"] == kind]
+
+    def streamed_while_decoding(self) -> tuple[float, float]:
+        """(seconds from the first segment's arrival to the last line's, the decoding's own elapsed seconds);
+        ``AssertionError`` unless the first segment came in good time before the end: at least a quarter of the
+        decoding after the first window (a response sent whole after the decoding has them arrive together)."""
+        segments, progress, done = self.of_type("segment"), self.of_type("progress"), self.of_type("done")
+        assert segments and progress and len(done) == 1, [line["type"] for _, line in self.lines]
+        decoding_s = done[0][1]["elapsed_ms"] / 1000
+        first_share = progress[0][1]["done"] / progress[0][1]["total"]
+        waited = done[0][0] - segments[0][0]
+        assert waited >= 0.25 * (1 - first_share) * decoding_s, (
+            f"the first segment arrived {waited:.3f} s before the end of a {decoding_s:.3f} s decoding whose first "
+            f"window was {first_share:.0%} of the text: the answer was not streamed as it was decoded"
+        )
+        return waited, decoding_s
+
+
+def read_function_url_stream(invocation: Invocation, timeout_s: float = 180.0) -> FunctionUrlStream:
+    """Read ``invocation``'s streamed NDJSON answer chunk by chunk as it arrives: the prelude (sent alone, first),
+    then each line."""
+    chunks = invocation.chunks_as_they_come(timeout_s=timeout_s)
+    try:
+        _, first = next(chunks)
+    except StopIteration:
+        raise AssertionError(f"no streamed response (outcome {invocation.outcome!r}: {invocation.payload!r})") from None
+    lines: list[tuple[float, dict[str, Any]]] = []
+    pending = b""
+    for arrived, chunk in chunks:
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        lines += [(arrived, json.loads(line)) for line in complete if line]
+    assert pending == b"", f"the body ended inside a line: {pending[:200]!r}"
+    prelude_json, separator, rest = first.partition(PRELUDE_SEPARATOR)
+    assert separator == PRELUDE_SEPARATOR, f"the first chunk has no eight-NUL separator: {first[:300]!r}"
+    assert rest == b"", "the prelude is sent alone, before any of the body"
+    return FunctionUrlStream(json.loads(prelude_json), first, lines)
+
+
 class LambdaRuntimeApi:
     """Queue events with ``invoke``; the runtime client picks them up and posts the outcome back."""
 

@@ -10,7 +10,9 @@
    unless ``--base-image`` names one), each image's size over its base printed;
 3. every image run with its own entry point and called: the Lambda image through a Lambda Runtime API on loopback
    (a Function URL event for ``POST /translate`` and ``GET /healthz``), the Cloud Run image over HTTP; ``/healthz``
-   must name the baked model and its family;
+   must name the baked model and its family; the Lambda image run again with the command a streaming Function URL
+   sets (``FunctionUrlInvokeMode: RESPONSE_STREAM``) must stream a 40-sentence ``"stream": true`` translation in
+   the Runtime API's streaming mode, its first segment arriving well before the decoding ends;
 4. every deploy target with ``DEPLOY`` unset: the printed commands must carry the chosen bundle;
 5. the staged Cloud Functions source of the CSANMT bundle installed into a clean venv from its own
    requirements.txt, served by functions-framework from that folder, translating;
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.adapters.lambda_runtime_api import LambdaRuntimeApi
+from tests.adapters.lambda_runtime_api import LambdaRuntimeApi, read_function_url_stream
 from tests.conftest import build_tiny_marian
 from tests.csanmt import oracle
 from tests.csanmt.conftest import tiny_request
@@ -58,6 +60,8 @@ TINY_MARIAN_VERIFY_ARGS = "--min-int8-top1-agreement 0.75 --min-int8-exact-match
 SENTENCE = "今天天气很好，我们去公园散步吧。"
 TARGETS = ("lambda", "cloudrun")
 LAMBDA_RUNTIME_API = "AWS_LAMBDA_RUNTIME_API"
+STREAMING_HANDLER = "handler.adapters.aws_lambda.streaming_handler"  # the template's RESPONSE_STREAM command
+STREAMED_SENTENCES = 40
 
 
 class CheckFailed(Exception):
@@ -123,10 +127,11 @@ class Container:
         return self.log.read_text(encoding="utf-8", errors="replace")[-6000:]
 
 
-def start_container(image: str, env: dict[str, str], log_dir: Path) -> Container:
-    """Run ``image``'s own entry point and command, as its user, with ``env`` added to the image's environment."""
+def start_container(image: str, env: dict[str, str], log_dir: Path, cmd: list[str] | None = None) -> Container:
+    """Run ``image``'s own entry point and command (or ``cmd``, as Lambda's ImageConfig.Command replaces it), as its
+    user, with ``env`` added to the image's environment."""
     config = image_config(image)
-    command = [*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])]
+    command = [*(config.get("Entrypoint") or []), *(cmd if cmd is not None else config.get("Cmd") or [])]
     name = f"{PREFIX}-{uuid.uuid4().hex[:10]}"
     run(["buildah", "from", "--pull=never", "--name", name, image])
     arguments = ["buildah", "run", "--isolation", "chroot"]
@@ -281,16 +286,19 @@ def function_url_event(method: str, path: str, body: bytes = b"") -> dict[str, A
     return http_event(FUNCTION_URL, method, path, headers, body)
 
 
-def run_lambda_image(figures: Figures, log_dir: Path) -> None:
-    api = LambdaRuntimeApi().start()
-    env = {
+def lambda_env(api: LambdaRuntimeApi) -> dict[str, str]:
+    return {
         LAMBDA_RUNTIME_API: api.address,
         "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_LAMBDA_FUNCTION_NAME": "zh-en-translate",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "2048",
     }
-    container = start_container(image_name(figures), env, log_dir)
+
+
+def run_lambda_image(figures: Figures, log_dir: Path) -> None:
+    api = LambdaRuntimeApi().start()
+    container = start_container(image_name(figures), lambda_env(api), log_dir)
     try:
         outcome, payload = api.invoke(function_url_event("POST", "/translate", translate_body()), timeout_s=300)
         figures.first_answer_s = time.perf_counter() - container.started
@@ -305,6 +313,46 @@ def run_lambda_image(figures: Figures, log_dir: Path) -> None:
         if outcome != "response" or payload["statusCode"] != 200:
             raise CheckFailed(f"{image_name(figures)}: GET /healthz: {outcome} {payload}")
         check_health(json.loads(payload["body"]), figures.bundle, image_name(figures))
+    finally:
+        container.stop()
+        api.stop()
+
+
+def streamed_text() -> str:
+    """The first sentences of the repository's dev set, one text."""
+    import gzip
+
+    with gzip.open(REPO_ROOT / "data" / "corpus" / "dev.zh-en.tsv.gz", "rt", encoding="utf-8") as lines:
+        return "".join(line.split("\t", 1)[0] for _, line in zip(range(STREAMED_SENTENCES), lines, strict=False))
+
+
+def run_lambda_image_streaming(figures: Figures, log_dir: Path) -> None:
+    """The Lambda image with the streaming Function URL's command: a ``"stream": true`` translation arrives in the
+    Runtime API's streaming mode, prelude first, its first segment well before the decoding ends."""
+    where = f"{image_name(figures)} ({STREAMING_HANDLER})"
+    api = LambdaRuntimeApi().start()
+    container = start_container(image_name(figures), lambda_env(api), log_dir, cmd=[STREAMING_HANDLER])
+    try:
+        body = json.dumps({"text": streamed_text(), "stream": True}, ensure_ascii=False).encode("utf-8")
+        invocation = api.start_invocation(function_url_event("POST", "/translate", body))
+        try:
+            answer = read_function_url_stream(invocation, timeout_s=600)
+        except (AssertionError, TimeoutError) as error:
+            raise CheckFailed(f"{where}: no streamed answer: {error}\n{container.output()}") from None
+        mode = invocation.headers.get("lambda-runtime-function-response-mode")
+        if mode != "streaming" or answer.prelude.get("statusCode") != 200:
+            raise CheckFailed(f"{where}: response mode {mode!r}, prelude {answer.prelude!r}")
+        kinds = [line["type"] for _, line in answer.lines]
+        if not kinds or kinds[-1] != "done" or "segment" not in kinds:
+            raise CheckFailed(f"{where}: the stream's lines were {kinds[-5:]} ... {answer.lines[-1:]!r}")
+        try:
+            waited, decoding_s = answer.streamed_while_decoding()
+        except AssertionError as error:
+            raise CheckFailed(f"{where}: {error}") from None
+        say(
+            f"{where} streamed {kinds.count('segment')} segments: the first {waited:.2f} s before the last line, "
+            f"of a {decoding_s:.2f} s translation"
+        )
     finally:
         container.stop()
         api.stop()
@@ -610,6 +658,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{image_name(item)} answered {item.translation!r} {item.first_answer_s:.2f} s after its process "
                     f"started; /healthz names {bundle.name!r} ({bundle.family})"
                 )
+                if target == "lambda":
+                    run_lambda_image_streaming(item, log_dir)
                 figures.append(item)
         for bundle in every:
             check_deploy_targets(bundle)
