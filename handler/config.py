@@ -29,6 +29,7 @@ ENV_OUTPUT_BUCKET = "TRANSLATE_OUTPUT_BUCKET"
 ENV_OUTPUT_PREFIX = "TRANSLATE_OUTPUT_PREFIX"
 ENV_DEADLINE_MARGIN_S = "TRANSLATE_DEADLINE_MARGIN_S"
 ENV_EVENT_TIMEOUT_S = "TRANSLATE_EVENT_TIMEOUT_S"
+ENV_REQUEST_TIMEOUT_S = "TRANSLATE_REQUEST_TIMEOUT_S"
 ENV_GLOSSARY_FILE = "TRANSLATE_GLOSSARY_FILE"
 ENV_API_KEYS = "TRANSLATE_API_KEYS"
 ENV_API_KEYS_FILE = "TRANSLATE_API_KEYS_FILE"
@@ -67,6 +68,11 @@ class RuntimeConfig:
     # the time limit of one storage-event invocation where the platform reports no time left (Cloud Functions: the
     # deploy's --timeout, 540 s at most for events); Lambda events use the invocation's own remaining time
     event_timeout_s: float = 540.0
+    # the time limit of one HTTP request where the platform reports no time left (Cloud Run and Cloud Functions: the
+    # HTTP service's --timeout, which infra/gcp/deploy.sh writes here); a request's answer must end this long after
+    # it arrived, less deadline_margin_s. 0 = no limit known (make run, the local server); Lambda uses the
+    # invocation's own remaining time
+    request_timeout_s: float = 0.0
     glossary_file: Path | None = None  # the deployment's glossary (JSON object or TSV), for every request and file
     # keys every translating route requires (handler.api.keys); empty = none required. ``from_env`` adds the keys
     # of ``api_keys_file`` (TRANSLATE_API_KEYS_FILE) to those of TRANSLATE_API_KEYS
@@ -99,6 +105,11 @@ class RuntimeConfig:
                 self.event_timeout_s > self.deadline_margin_s,
                 ENV_EVENT_TIMEOUT_S,
                 f"the function's time limit in seconds, more than {ENV_DEADLINE_MARGIN_S}",
+            ),
+            (
+                self.request_timeout_s == 0 or self.request_timeout_s > self.deadline_margin_s,
+                ENV_REQUEST_TIMEOUT_S,
+                f"0 (no time limit) or the HTTP request timeout in seconds, more than {ENV_DEADLINE_MARGIN_S}",
             ),
             (self.part_chars == 0 or self.part_chars >= 1_000, ENV_PART_CHARS, "0 (no fan-out) or at least 1000"),
             (self.memory_bytes >= 0, ENV_MEMORY_BYTES, "0 (no translation memory) or a positive number of bytes"),
@@ -143,6 +154,13 @@ class RuntimeConfig:
             return self.threads
         available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         return max(1, min(2, available))
+
+    def request_deadline(self, arrived: float) -> float | None:
+        """An HTTP request's deadline (a ``time.monotonic()`` value) where the platform reports no time left: its
+        arrival plus ``request_timeout_s`` less ``deadline_margin_s``; None without a request timeout."""
+        if not self.request_timeout_s:
+            return None
+        return arrived + self.request_timeout_s - self.deadline_margin_s
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> RuntimeConfig:
@@ -231,6 +249,7 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_OUTPUT_PREFIX: "output_prefix",
     ENV_DEADLINE_MARGIN_S: "deadline_margin_s",
     ENV_EVENT_TIMEOUT_S: "event_timeout_s",
+    ENV_REQUEST_TIMEOUT_S: "request_timeout_s",
     ENV_GLOSSARY_FILE: "glossary_file",
     ENV_API_KEYS: "api_keys",
     ENV_API_KEYS_FILE: "api_keys_file",
@@ -259,6 +278,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "output_prefix": lambda _variable, raw: raw,
     "deadline_margin_s": _number(float, "a number"),
     "event_timeout_s": _number(float, "a number"),
+    "request_timeout_s": _number(float, "a number"),
     "glossary_file": lambda _variable, raw: Path(raw),
     "api_keys": lambda _variable, raw: parse_key_list(raw),
     "api_keys_file": lambda _variable, raw: Path(raw),

@@ -1,6 +1,15 @@
 """Google Cloud Functions entry points (functions-framework).
 
-* ``translate_http`` (``@functions_framework.http``): the HTTP surface of ``handler.api.router``.
+* ``translate_http`` (``@functions_framework.http``): the HTTP surface of ``handler.api.router``. A streamed answer
+  (``"stream": true``) is a streamed Flask response: functions-framework's gunicorn (gthread worker; ``make run``,
+  Cloud Run and Cloud Functions gen 2 alike) sends the headers at once and writes each chunk as it comes with
+  chunked transfer encoding, nothing buffering it between; a client that hangs up is noticed before the next chunk
+  is computed (``handler.adapters.hangup``, on the connection's socket), and the server's closing of the response
+  closes the stream, which stops the decoding. Cloud Run and Cloud Functions give a request no remaining-time
+  figure either: with ``TRANSLATE_REQUEST_TIMEOUT_S`` (infra/gcp/deploy.sh sets it to the HTTP service's
+  ``--timeout``), a request's deadline is its arrival plus that less ``TRANSLATE_DEADLINE_MARGIN_S`` (a
+  non-streamed request that cannot finish by then is refused at once, 503 ``deadline_exceeded``; a streamed one
+  ends with an error line); without it (``make run``) no deadline.
 * ``translate_storage_event`` (``@functions_framework.cloud_event``): a Cloud Storage
   ``google.cloud.storage.object.v1.finalized`` event; the object is translated into ``TRANSLATE_OUTPUT_BUCKET`` /
   ``TRANSLATE_OUTPUT_PREFIX`` (``handler.storage.files``). Object names arrive unencoded in ``data.name``.
@@ -28,14 +37,17 @@ deploys and ``functions-framework --source main.py --target translate_http``.
 from __future__ import annotations
 
 import logging
+import socket
+import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
 import flask
 import functions_framework
 from cloudevents.http.event import CloudEvent
 
+from handler.adapters.hangup import until_peer_closes
 from handler.api.access_log import configure_logging
 from handler.api.messages import HttpRequest
 from handler.api.router import HttpApi
@@ -81,6 +93,7 @@ class GcpAdapter:
         return bucket_state(config, lambda: cast(StateStore, self.store)) or local_state(config)
 
     def handle_http(self, request: flask.Request) -> flask.Response:
+        arrived = time.monotonic()
         path, headers = _path_and_query(request), request.headers.items()
         unreadable: InvalidRequestError | RequestTooLargeError | None = None
         body = b""
@@ -97,8 +110,16 @@ class GcpAdapter:
                     f"the request body could not be read ({type(error).__name__}: {error}); send it whole, with a "
                     "Content-Length or well-formed chunks"
                 )
-        response = self.http.handle(HttpRequest.create(request.method, path, headers, body), refused=unreadable)
-        return flask.Response(response=response.body, status=response.status, headers=response.headers)
+        deadline = self.startup.config.request_deadline(arrived)
+        response = self.http.handle(
+            HttpRequest.create(request.method, path, headers, body, deadline=deadline), refused=unreadable
+        )
+        if response.stream is None:
+            return flask.Response(response=response.body, status=response.status, headers=response.headers)
+        # handed to the server as it is (direct_passthrough: no re-encoding, no Content-Length, so gunicorn sends it
+        # chunked, a write per chunk); the server calls close() when it is done or the client is gone
+        chunks = ClosedByTheServer(until_peer_closes(response.stream, client_socket(request.environ)), response.stream)
+        return flask.Response(chunks, status=response.status, headers=response.headers, direct_passthrough=True)
 
     def handle_storage_event(self, event_type: str, data: Any) -> dict[str, str] | None:
         arrived = time.monotonic()
@@ -122,6 +143,39 @@ class GcpAdapter:
         except BulkError as error:  # retrying cannot mend an inconsistent job (the function runs with --retry)
             logger.error("not retrying %s: %s", name, error)
             return {"source": name, "status": "failed", "reason": str(error)}
+
+
+def client_socket(environ: Mapping[str, Any]) -> socket.socket | None:
+    """The connection to the client, where the WSGI server exposes it: gunicorn's ``gunicorn.socket``, werkzeug's
+    development server's ``werkzeug.socket`` (``functions-framework --debug``); else None (no hang-up check: a TLS
+    socket cannot be peeked at, and its bytes are records, not the client's)."""
+    for key in ("gunicorn.socket", "werkzeug.socket"):
+        candidate = environ.get(key)
+        if isinstance(candidate, socket.socket) and not isinstance(candidate, ssl.SSLSocket):
+            return candidate
+    return None
+
+
+class ClosedByTheServer:
+    """A streamed body as a WSGI iterable: its chunks, and a ``close()`` that the server calls (PEP 3333) however
+    the answer ended (sent whole, the client gone, a write that failed), which closes the stream and so stops the
+    work behind it, even where no chunk was asked for yet."""
+
+    def __init__(self, chunks: Iterator[bytes], stream: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._stream = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._chunks)
+
+    def close(self) -> None:
+        for closing in (self._chunks, self._stream):
+            close = getattr(closing, "close", None)
+            if close is not None:
+                close()
 
 
 def _path_and_query(request: flask.Request) -> str:
