@@ -51,6 +51,7 @@ command_add sam deploy --template-file .aws-sam/build/template.yaml --stack-name
     --capabilities CAPABILITY_IAM --parameter-overrides "InputBucketName=$INPUT" "OutputBucketName=$OUTPUT" \
     "Bundle=$SHIPPED"
 command_note "first time, to choose every parameter interactively: sam deploy --guided"
+command_note "streamed answers from the Function URL: add FunctionUrlInvokeMode=RESPONSE_STREAM to sam deploy's --parameter-overrides"
 command_note "teardown (both buckets must be empty first):"
 command_note "  aws s3 rm s3://$INPUT --recursive && aws s3 rm s3://$OUTPUT --recursive"
 command_note "  sam delete --stack-name $STACK"
