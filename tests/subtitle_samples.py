@@ -1,6 +1,6 @@
 """Subtitle files for the tests, and an independent check of what a translation of one must keep.
 
-The check does not use ``handler.text.subtitles``: it cuts a file at blank lines itself, and compares every line of
+The check does not use ``handler.formats.subtitles``: it cuts a file at blank lines itself, and compares every line of
 every block that is not cue text (numbers, identifiers, timing lines with their settings, the WebVTT header, NOTE,
 STYLE and REGION blocks) with the source's, byte for byte.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from handler.text.subtitles import MAX_LINE_CHARS
+from handler.formats.subtitles import MAX_LINE_CHARS
 
 SRT = (
     "1\n00:00:01,000 --> 00:00:02,500\n我昨天和朋友一起去了\n\n"

@@ -1,6 +1,6 @@
 """Word documents for the tests, made with python-docx, and an independent check of what a translation must keep.
 
-``sample_docx()`` holds every kind of element ``handler.text.word_documents`` treats: a sentence with a bold word,
+``sample_docx()`` holds every kind of element ``handler.formats.word`` treats: a sentence with a bold word,
 an italic word and a hyperlink inside it, a tab and a line break, a table with a nested table, an image, a
 complex field and a simple one, a bookmark, default, first-page and even-page headers and footers, a footnote (the
 footnotes part is written here: python-docx has no API for notes), an endnote, a comment, a text box, and

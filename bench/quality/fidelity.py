@@ -49,7 +49,7 @@ from handler.storage.files import translate_file_text
 from handler.text.markup import skeleton
 from handler.text.numbers import find_amounts
 from handler.text.spans import contains_placeholder, has_chinese
-from handler.text.subtitles import MAX_LINE_CHARS, Track, parse_track
+from handler.formats.subtitles import MAX_LINE_CHARS, Track, parse_track
 
 FIDELITY_SET = REPO_ROOT / "tests" / "fixtures" / "fidelity.jsonl"
 BATCH = 64
@@ -223,7 +223,7 @@ def word_report(service: TranslationService) -> str:
 
     from bench.quality.fidelity_set import word_files
     from handler.storage.files import translate_file_bytes
-    from handler.text.word_documents import W, iter_text_parts, structure_of
+    from handler.formats.word import W, iter_text_parts, structure_of
 
     files = word_files()
     kept = paragraphs = chinese = bold_source = bold_kept = 0
@@ -280,14 +280,14 @@ def word_report(service: TranslationService) -> str:
 
 
 def _is_bold(run: object) -> bool:
-    from handler.text.word_documents import W
+    from handler.formats.word import W
 
     rpr = run.find(f"{{{W}}}rPr")  # type: ignore[attr-defined]
     return rpr is not None and rpr.find(f"{{{W}}}b") is not None
 
 
 def _run_text(run: object) -> str:
-    from handler.text.word_documents import W
+    from handler.formats.word import W
 
     return "".join(t.text or "" for t in run.iter(f"{{{W}}}t"))  # type: ignore[attr-defined]
 

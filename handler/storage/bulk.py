@@ -7,7 +7,7 @@ One invocation's time is limited (Lambda 900 s at most, Cloud Functions 540 s fo
 platform runs (subtitles are cut only between cues, and never inside a sentence that runs over cues: a part is then
 longer than ``TRANSLATE_PART_CHARS`` rather than cut inside one; the manifest names the format). A ``.docx`` whose
 paragraphs to translate hold more than ``TRANSLATE_PART_CHARS`` characters is planned from its units' text
-(``handler.text.word_documents``: one paragraph a line, formatting as markup characters), cut only between lines,
+(``handler.formats.word``: one paragraph a line, formatting as markup characters), cut only between lines,
 so never inside a paragraph; its assembly reads the source ``.docx`` again (its sha256 must be the one planned) and
 rebuilds it from the translated lines:
 
@@ -72,7 +72,7 @@ from handler.storage.files import (
 )
 from handler.storage.object_store import ObjectRef, VersionedStore
 from handler.text.parts import Part, plan_parts, plan_parts_at
-from handler.text.subtitles import parse_track, part_cuts
+from handler.formats.subtitles import parse_track, part_cuts
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ def _translate_part_text(
 ) -> str:
     if is_subtitles(fmt):  # a WebVTT part after the first has no header: a fragment
         return translate_file_text(service, text, fmt, options, fragment=fragment, deadline=deadline)
-    if fmt == WORD_FORMAT:  # paragraphs a line, as handler.text.word_documents hands them to the translator
+    if fmt == WORD_FORMAT:  # paragraphs a line, as handler.formats.word hands them to the translator
         return plain_translator(service, options, deadline=deadline)(text)
     return translate_text(service, text, options, deadline=deadline) if text.strip() else text
 
@@ -315,7 +315,7 @@ def _fan_out_word(
 ) -> dict[str, Any] | None:
     """A ``.docx`` whose paragraphs to translate hold more than ``part_chars`` characters is planned; a smaller one
     (or one refused, or not a .docx: ``handle_upload`` says why) takes the one-invocation path."""
-    from handler.text.word_documents import read_word_document
+    from handler.formats.word import read_word_document
 
     try:
         plan_output(source, config)
@@ -543,7 +543,7 @@ def assemble(store: VersionedStore, layout: JobLayout, manifest: dict[str, Any])
 
 def _rebuild_word(store: VersionedStore, source: ObjectRef, manifest: dict[str, Any], pieces: list[str]) -> bytes:
     """The translated ``.docx``: the source read again (the bytes planned, by sha256) rebuilt from the lines."""
-    from handler.text.word_documents import read_word_document
+    from handler.formats.word import read_word_document
 
     data = store.read(source)
     if hashlib.sha256(data).hexdigest() != manifest["source"].get("sha256"):

@@ -13,8 +13,8 @@ Steps, each of which can refuse with a clear error before anything is written:
 4. translate paragraph by paragraph under the invocation's deadline (``DeadlineExceededError`` before the
    platform would kill us); ``.html``/``.htm`` files as HTML and ``.md``/``.markdown`` files as Markdown
    (``format_for``: text nodes and inline text translated, markup kept), ``.srt``/``.vtt`` files as subtitles
-   (``handler.text.subtitles``: cue text translated, numbers, timings, settings and headers kept), ``.docx``
-   files as Word documents (``handler.text.word_documents``: binary, not decoded; the text of paragraphs, tables,
+   (``handler.formats.subtitles``: cue text translated, numbers, timings, settings and headers kept), ``.docx``
+   files as Word documents (``handler.formats.word``: binary, not decoded; the text of paragraphs, tables,
    headers, footers, notes and comments translated, formatting runs mapped back, everything else kept), anything
    else as plain text (``translate_file_bytes`` is the one bytes-in, bytes-out entry point for every format);
 5. write the whole result (UTF-8 text, or the ``.docx``) in one request, with the format's content type
@@ -42,7 +42,7 @@ from handler.errors import (
 )
 from handler.service import TranslateOptions, TranslationService
 from handler.storage.object_store import OUTPUT_CONTENT_TYPE, ObjectRef, ObjectStore
-from handler.text.subtitles import SUBTITLE_FORMATS, translate_subtitles
+from handler.formats.subtitles import SUBTITLE_FORMATS, translate_subtitles
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +56,8 @@ META_BUNDLE_HASH = "bundle-hash"
 
 # the one suffix -> format table (lower-cased), for single files and the fan-out alike: markup is translated whole
 MARKUP_SUFFIXES = {".html": "html", ".htm": "html", ".xhtml": "html", ".md": "markdown", ".markdown": "markdown"}
-SUBTITLE_SUFFIXES = {".srt": "srt", ".vtt": "vtt"}  # translated by handler.text.subtitles
-DOCUMENT_SUFFIXES = {".docx": "docx"}  # binary; translated by handler.text.word_documents
+SUBTITLE_SUFFIXES = {".srt": "srt", ".vtt": "vtt"}  # translated by handler.formats.subtitles
+DOCUMENT_SUFFIXES = {".docx": "docx"}  # binary; translated by handler.formats.word
 WORD_FORMAT = "docx"
 DOCX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 WORD_ENCODING = "Word .docx (binary)"  # the source-encoding description of a .docx
@@ -274,7 +274,7 @@ def translate_file_bytes(
 ) -> tuple[bytes, str]:
     """A file's bytes translated in its format: ``(translated bytes, source-encoding description)``.
 
-    The format is ``fmt`` or ``format_for(name)``: a ``.docx`` goes to ``handler.text.word_documents`` as bytes
+    The format is ``fmt`` or ``format_for(name)``: a ``.docx`` goes to ``handler.formats.word`` as bytes
     (the result is a ``.docx``; ``InvalidRequestError`` when the bytes are not one); every text format is decoded
     (``decode_text``), translated (``translate_file_text``) and encoded as UTF-8. ``name`` appears in errors.
     """
@@ -297,7 +297,7 @@ def _translate_bytes(
     """``translate_file_bytes`` plus the number of characters translated (for the logs)."""
     fmt = fmt or format_for(name)
     if is_binary(fmt):
-        from handler.text.word_documents import read_word_document  # lxml and python-docx: on the first .docx
+        from handler.formats.word import read_word_document  # lxml and python-docx: on the first .docx
 
         document = read_word_document(data, name=name)
         translate = plain_translator(service, options, deadline=deadline, progress=progress)
@@ -318,12 +318,12 @@ def translate_file_text(
     deadline: float | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> str:
-    """A decoded file's translation in its format (``format_for``): subtitles by ``handler.text.subtitles``
+    """A decoded file's translation in its format (``format_for``): subtitles by ``handler.formats.subtitles``
     (``fragment``: a WebVTT part after the first), the rest by ``translate_text`` with ``fmt`` as the format."""
     if is_binary(fmt):
         raise InvalidRequestError(f"{name} is a binary {fmt} file: translate its bytes (translate_file_bytes)")
     if is_subtitles(fmt):
-        # one sentence a line, translated as plain text (handler.text.subtitles keeps the structure)
+        # one sentence a line, translated as plain text (handler.formats.subtitles keeps the structure)
         translate_document = plain_translator(service, options, deadline=deadline, progress=progress)
         return translate_subtitles(translate_document, text, fmt, fragment=fragment, name=name)
     options = replace(options, format=fmt) if options is not None else TranslateOptions(format=fmt)

@@ -37,8 +37,8 @@ from handler.errors import InvalidRequestError
 from handler.service import TranslateOptions
 from handler.storage.documents import content_type_for
 from handler.storage.files import FILE_SUFFIXES, decode_text, translate_file_bytes
-from handler.text.subtitles import parse_track
-from handler.text.word_documents import read_word_document
+from handler.formats.subtitles import parse_track
+from handler.formats.word import read_word_document
 from tests.adapters.conftest import (
     AWS_TEST_ENV,
     MAX_FILE_BYTES,

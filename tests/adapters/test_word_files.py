@@ -20,7 +20,7 @@ from handler.errors import InvalidRequestError
 from handler.storage.bulk import BulkError, handle_object_event
 from handler.storage.files import DOCX_CONTENT_TYPE, WORD_ENCODING, translate_file_bytes
 from handler.storage.object_store import GcsStore, ObjectRef, S3Store
-from handler.text.word_documents import read_word_document
+from handler.formats.word import read_word_document
 from tests.adapters.fan_out_platform import WORK_PREFIX
 from tests.adapters.test_cli import run_cli
 from tests.adapters.test_file_events import GcsBackend, S3Backend

@@ -1,4 +1,4 @@
-"""Subtitles (``handler.text.subtitles``): parsing, sentences over cues, redistribution, wrapping, and whole files
+"""Subtitles (``handler.formats.subtitles``): parsing, sentences over cues, redistribution, wrapping, and whole files
 through the shipped default model (structure only: no wording is asserted)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from handler.errors import InvalidRequestError
 from handler.storage.files import decode_text, translate_file_text
 from handler.text.parts import plan_parts_at
-from handler.text.subtitles import (
+from handler.formats.subtitles import (
     CONTINUATION,
     MAX_LINE_CHARS,
     group_sentences,

@@ -1,4 +1,4 @@
-"""Word documents (``handler.text.word_documents``): what becomes a unit, how formatting travels as markup
+"""Word documents (``handler.formats.word``): what becomes a unit, how formatting travels as markup
 characters and comes back as runs, what is kept byte for byte, refusals; and the sample document through the
 shipped default model (structure and formatting asserted, no wording)."""
 
@@ -23,9 +23,9 @@ from handler.storage.files import (
     translate_file_bytes,
     translate_file_text,
 )
-from handler.text import word_documents
+from handler.formats import word as word_documents
 from handler.text.spans import MARKUP_CLOSE, MARKUP_OPEN, MARKUP_STANDALONE
-from handler.text.word_documents import read_word_document, structure_of, translate_word_document
+from handler.formats.word import read_word_document, structure_of, translate_word_document
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_service
 from tests.word_samples import (
     BOLD_PARAGRAPH,

@@ -4,11 +4,13 @@
       adapters/  events and servers -> service calls
       api/       the HTTP surfaces (framework-free)
       text/      text in and out of the model
+      formats/   the file formats: one module per format
       model/     the model at run time
       storage/   files in object stores
 
 Rules: no import cycle, counting imports inside functions too (so that none exists to dodge a cycle); ``text`` and
-``model`` never import ``api``, ``adapters`` or ``storage``; ``api`` never imports ``adapters``; the core never
+``model`` never import ``api``, ``adapters``, ``formats`` or ``storage``; ``formats`` never imports ``api``,
+``adapters`` or ``storage``; ``api`` never imports ``adapters``; the core never
 imports ``api`` or ``adapters``; ``config`` imports nothing of handler but ``errors``.
 """
 
@@ -108,10 +110,11 @@ def _layer(module: str) -> str:
     return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "core"
 
 
-LAYERS = ("adapters", "api", "text", "model", "storage")
+LAYERS = ("adapters", "api", "text", "model", "formats", "storage")
 FORBIDDEN = {  # layer -> the layers it must never import
-    "text": {"api", "adapters", "storage"},
-    "model": {"api", "adapters", "storage"},
+    "text": {"api", "adapters", "formats", "storage"},
+    "model": {"api", "adapters", "formats", "storage"},
+    "formats": {"api", "adapters", "storage"},
     "api": {"adapters"},
     "core": {"api", "adapters"},
 }
