@@ -31,7 +31,6 @@ Protocol: https://docs.aws.amazon.com/lambda/latest/dg/runtimes-custom.html (res
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import logging
 import socket
@@ -90,6 +89,8 @@ class _ChunkedPost:
     """One ``POST`` to the Runtime API whose body is written chunk by chunk (chunked transfer encoding)."""
 
     def __init__(self, address: str, path: str, headers: dict[str, str]) -> None:
+        import http.client  # on the first streamed answer, not at every cold start (it imports ssl)
+
         self.connection = http.client.HTTPConnection(address)
         self.connection.connect()
         if self.connection.sock is not None:  # each chunk leaves at once, not held back for the next (Nagle)
