@@ -22,7 +22,9 @@
 # bounds cost); their Eventarc subscriptions redeliver a failed event with backoff (10 s to 10 min) up to
 # MAX_DELIVERY_ATTEMPTS times within MAX_EVENT_AGE, then send it to the dead-letter topic $FUNCTION_NAME-failed-events
 # (kept 7 days in its subscription $FUNCTION_NAME-failed-events-kept). The event functions' TRANSLATE_EVENT_TIMEOUT_S
-# is their --timeout, so file work stops TRANSLATE_DEADLINE_MARGIN_S before Cloud Functions would stop it.
+# is their --timeout, so file work stops TRANSLATE_DEADLINE_MARGIN_S before Cloud Functions would stop it; the HTTP
+# function's TRANSLATE_REQUEST_TIMEOUT_S is its --timeout, so a request that cannot finish in time is refused at once
+# (streamed: ends with an error line) instead of being cut off by the platform.
 #
 # Usage:   infra/gcp/deploy.sh print        print the commands (what `make deploy-gcp` / `deploy-cloudrun` do)
 #          infra/gcp/deploy.sh deploy       run them (`make deploy-gcp DEPLOY=1`)
@@ -117,6 +119,7 @@ env_files() {  # DIR: the runtime settings of the HTTP entry point and of the tw
         printf 'TRANSLATE_OUTPUT_BUCKET: "%s"\n' "$OUTPUT"  # document records and translations
         printf 'TRANSLATE_DOCUMENT_BUCKET: "%s"\n' "$INPUT"  # uploaded documents, translated by the files function
         printf 'TRANSLATE_EVENT_TIMEOUT_S: "%s"\n' "${HTTP_TIMEOUT%s}"  # /translate_file's time: the --timeout
+        printf 'TRANSLATE_REQUEST_TIMEOUT_S: "%s"\n' "${HTTP_TIMEOUT%s}"  # every request's deadline: the --timeout
     } > "$dir/env-http.yaml"
     {
         cat "$REPO_ROOT/infra/gcp/env.yaml"

@@ -207,7 +207,9 @@ def test_every_runtime_setting_is_a_parameter_with_the_runtime_default(
     template: dict[str, Any], function: dict[str, Any]
 ) -> None:
     environment = function["Properties"]["Environment"]["Variables"]
-    assert set(environment) == ENV_VARS, "the template's environment must list every TRANSLATE_* variable"
+    # all but the HTTP request timeout: Lambda reports each invocation's time left itself
+    expected = ENV_VARS - {runtime_config.ENV_REQUEST_TIMEOUT_S}
+    assert set(environment) == expected, "the template's environment must list every TRANSLATE_* variable"
     # the event time limit is the function's own timeout (Lambda also reports the time left itself)
     assert environment[runtime_config.ENV_EVENT_TIMEOUT_S] == function["Properties"]["Timeout"]
     defaults = {}
@@ -379,9 +381,31 @@ def test_gcp_settings_are_runtime_variables_with_runtime_defaults() -> None:
         runtime_config.ENV_OUTPUT_BUCKET,
         runtime_config.ENV_DOCUMENT_BUCKET,
         runtime_config.ENV_EVENT_TIMEOUT_S,
+        runtime_config.ENV_REQUEST_TIMEOUT_S,
     }
     assert set(settings) == ENV_VARS - set_by_deploy
     assert RuntimeConfig.from_env(settings) == RuntimeConfig()
+
+
+def test_cloud_run_http_service_deadline_is_its_timeout(tmp_path: Path) -> None:
+    # the HTTP service's env file (deploy.sh env, as the printed Cloud Run commands write it) carries its --timeout
+    environ = {
+        "PATH": "/usr/bin:/bin",
+        "PLATFORM": "run",
+        "GCP_PROJECT": "p",
+        "INPUT_BUCKET": "a",
+        "OUTPUT_BUCKET": "b",
+    }
+    written = subprocess.run(
+        ["bash", str(GCP_DEPLOY), "env", str(tmp_path)], capture_output=True, text=True, env=environ
+    )
+    assert written.returncode == 0, written.stderr
+    http_env = yaml.safe_load((tmp_path / "env-run-http.yaml").read_text())
+    printed = subprocess.run(["bash", str(GCP_DEPLOY), "print"], capture_output=True, text=True, env=environ).stdout
+    service = next(shlex.split(line) for line in printed.splitlines() if line.startswith("gcloud run deploy "))
+    assert service[3] == "zh-en-translate"  # the first service deployed is the HTTP one
+    assert _flags(service)["--timeout"] == [f"{http_env[runtime_config.ENV_REQUEST_TIMEOUT_S]}s"]
+    assert RuntimeConfig.from_env(http_env).request_deadline(0.0) == 300 - RuntimeConfig().deadline_margin_s
 
 
 def test_gcp_staged_source_holds_the_cloudrun_image_files(tmp_path: Path, tiny_bundle_dir: Path) -> None:
@@ -426,6 +450,10 @@ def test_gcp_staged_source_holds_the_cloudrun_image_files(tmp_path: Path, tiny_b
     assert http_env[runtime_config.ENV_OUTPUT_BUCKET] == "uploads-out" == files_env[runtime_config.ENV_OUTPUT_BUCKET]
     assert http_env[runtime_config.ENV_DOCUMENT_BUCKET] == "uploads-in" == files_env[runtime_config.ENV_DOCUMENT_BUCKET]
     assert RuntimeConfig.from_env(http_env).event_timeout_s == 300  # /translate_file's time: the HTTP --timeout
+    # every HTTP request's deadline is the HTTP function's --timeout; the event functions answer no HTTP requests
+    http_timeout = _deploy(commands, "translate_http")["--timeout"]
+    assert http_timeout == [f"{http_env[runtime_config.ENV_REQUEST_TIMEOUT_S]}s"] == ["300s"]
+    assert RuntimeConfig.from_env(files_env).request_timeout_s == 0
 
 
 def test_gcp_stage_without_a_bundle_says_how_to_build_one(tmp_path: Path) -> None:
