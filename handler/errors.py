@@ -1,33 +1,45 @@
 """The errors the translator raises: a small hierarchy whose messages say what was wrong and what is allowed.
 
-The core raises these; only the adapters map them to HTTP statuses (see ``handler.api.router``).
+Each error owns its answer: ``code`` (the stable name in error bodies) and the HTTP ``status`` of each API's shape,
+this server's own and the drop-in DeepL and LibreTranslate ones (``handler.api.messages.status_for`` reads them, the
+one place an error becomes a status). A subclass anywhere (the storage's, the formats') declares its own the same way.
 """
 
 from __future__ import annotations
 
 
 class TranslatorError(Exception):
-    """Base class. ``code`` is a stable machine-readable name used in error responses."""
+    """Base class. ``code`` is a stable machine-readable name used in error responses; ``status`` the HTTP status of
+    this server's own API; ``deepl_status`` DeepL's where its clients expect another (None: ``status``);
+    ``libretranslate_status`` LibreTranslate's, which answers 400, 403 or 500 only."""
 
     code = "internal_error"
+    status = 500
+    deepl_status: int | None = None
+    libretranslate_status = 500
 
 
 class InvalidRequestError(TranslatorError):
     """The request is malformed or a value is out of range (HTTP 400)."""
 
     code = "invalid_request"
+    status = 400
+    libretranslate_status = 400
 
 
 class RequestTooLargeError(TranslatorError):
     """The request exceeds a configured size limit (HTTP 413)."""
 
     code = "request_too_large"
+    status = 413
+    libretranslate_status = 400  # LibreTranslate answers a request too large with 400
 
 
 class ModelUnavailableError(TranslatorError):
     """The model bundle cannot be loaded or used (HTTP 503)."""
 
     code = "model_unavailable"
+    status = 503
 
 
 class BundleError(ModelUnavailableError):
@@ -46,6 +58,7 @@ class DeadlineExceededError(TranslatorError):
     """The work cannot be finished in the time left (e.g. a Lambda invocation's remaining time)."""
 
     code = "deadline_exceeded"
+    status = 503
 
 
 class StorageError(TranslatorError):
@@ -60,9 +73,13 @@ class UnauthorizedError(TranslatorError):
     server's own API, 403 on the drop-in DeepL and LibreTranslate APIs (as their clients expect)."""
 
     code = "unauthorized"
+    status = 401
+    deepl_status = 403
+    libretranslate_status = 403
 
 
 class GlossaryNotFoundError(TranslatorError):
     """A stored glossary (``handler.storage.glossaries``) that does not exist, or belongs to another API key."""
 
     code = "glossary_not_found"
+    status = 404

@@ -1,7 +1,7 @@
 """The HTTP messages every surface shares, a leaf module: the request and response types, the errors that exist only
-at the HTTP edge (one type per status), the status of each of ``handler.errors``' errors, and this API's JSON
-error body. The router (``handler.api.router``) and the drop-in APIs (``handler.api.compat``) build on it; it
-imports neither.
+at the HTTP edge (one type per status), the status of every error in each API's shape (``status_for``, read from
+what each error class declares), and this API's JSON error body. The router (``handler.api.router``) and the
+drop-in APIs (``handler.api.compat``) build on it; it imports neither.
 """
 
 from __future__ import annotations
@@ -12,18 +12,10 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
+from enum import Enum
 from typing import Any
 
-from handler.errors import (
-    ConfigurationError,
-    DeadlineExceededError,
-    GlossaryNotFoundError,
-    InvalidRequestError,
-    ModelUnavailableError,
-    RequestTooLargeError,
-    TranslatorError,
-    UnauthorizedError,
-)
+from handler.errors import InvalidRequestError, TranslatorError
 
 JSON_TYPE = "application/json"
 # every body of every API is read by ``read_json``: UTF-8 only, finite numbers of sensible size, bounded nesting
@@ -124,27 +116,39 @@ class RequestRefusedError(HttpError):
         self.code = code
 
 
-# most specific first: BundleError is a ModelUnavailableError
-STATUS_BY_ERROR: tuple[tuple[type[TranslatorError], int], ...] = (
-    (UnauthorizedError, 401),
-    (GlossaryNotFoundError, 404),
-    (InvalidRequestError, 400),
-    (RequestTooLargeError, 413),
-    (ModelUnavailableError, 503),
-    (DeadlineExceededError, 503),
-    (ConfigurationError, 500),
-    (TranslatorError, 500),
-)
-
 UNREADABLE_PATH = "/(unreadable)"  # the path of a request its adapter could not read: never a route, logged "(unknown)"
 INTERNAL_ERROR_MESSAGE = "internal error while translating; the function's log has the details"
 
 
-def status_for(error: TranslatorError) -> int:
-    for kind, status in STATUS_BY_ERROR:
-        if isinstance(error, kind):
-            return status
-    return 500
+class ErrorShape(Enum):
+    """The APIs whose error answers differ: this server's own, DeepL's and LibreTranslate's drop-in ones."""
+
+    OWN = "own"
+    DEEPL = "deepl"
+    LIBRETRANSLATE = "libretranslate"
+
+
+def status_for(error: TranslatorError, shape: ErrorShape = ErrorShape.OWN) -> int:
+    """The HTTP status ``error`` is answered with in ``shape``'s API: the one place an error becomes a status, read
+    from what the error's class declares (``handler.errors.TranslatorError``)."""
+    if shape is ErrorShape.DEEPL:
+        return error.deepl_status or error.status
+    if shape is ErrorShape.LIBRETRANSLATE:
+        return error.libretranslate_status
+    return error.status
+
+
+def error_codes() -> tuple[str, ...]:
+    """Every code this server's own error body may carry: that of each error of ``handler.errors`` and of the HTTP
+    edge (so a new error's code is listed with no other edit)."""
+    found: dict[str, None] = {}
+    classes: list[type[Exception]] = [TranslatorError, HttpError]
+    while classes:
+        kind = classes.pop(0)
+        if kind.__module__ in ("handler.errors", __name__):
+            found[kind.code] = None  # type: ignore[attr-defined]
+        classes.extend(kind.__subclasses__())
+    return tuple(found)
 
 
 def media_type_of(content_type: str) -> tuple[str, str | None]:
@@ -261,5 +265,5 @@ def error_response(status: int, code: str, message: str) -> HttpResponse:
 
 
 def response_for_error(error: TranslatorError) -> HttpResponse:
-    """The JSON error response for one of our errors, with the status ``STATUS_BY_ERROR`` gives it."""
+    """The JSON error response for one of our errors, with the status its class declares."""
     return error_response(status_for(error), error.code, str(error))

@@ -45,11 +45,11 @@ from handler.api.access_log import (
 )
 from handler.api.compat import MAX_BODY_BYTES as COMPAT_MAX_BODY_BYTES
 from handler.api.compat import CompatApis
+from handler.api.flags import SPANS_FIELD
 from handler.api.keys import ApiKeys, presented_key
 from handler.api.messages import (
     INTERNAL_ERROR_MESSAGE,
     JSON_TYPE,
-    STATUS_BY_ERROR,
     UNREADABLE_PATH,
     HttpError,
     HttpRequest,
@@ -95,7 +95,6 @@ from handler.translation_memory import WorkCounts, current_work
 # the names adapters and tests take from here, defined in the leaf modules
 __all__ = [
     "INTERNAL_ERROR_MESSAGE",
-    "STATUS_BY_ERROR",
     "UNREADABLE_PATH",
     "HttpApi",
     "HttpError",
@@ -110,7 +109,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 TEXT_FIELDS = ("text", "texts")
-SPANS_FIELD = "spans"  # true: the response lists each translation's protected spans and glossary hits
 
 
 # methods each route answers (HEAD is answered like GET, without a body; OPTIONS is the CORS preflight)

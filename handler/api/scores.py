@@ -9,6 +9,63 @@ from handler.model.confidence import ScoredSegment
 
 SCORES_FIELD = "scores"
 
+# the JSON Schema of what segment_json writes (the OpenAPI document's scored segment): the two side by side
+_OFFSETS: dict[str, Any] = {
+    "type": ["array", "null"],
+    "items": {"type": "integer", "minimum": 0},
+    "minItems": 2,
+    "maxItems": 2,
+    "description": "[start, end) character offsets; null where the output's markup escaping hides the text",
+}
+SCORED_SEGMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        "source",
+        "translation",
+        "source_span",
+        "translation_span",
+        "confidence",
+        "low_confidence",
+        "reasons",
+        "flags",
+        "model_score",
+    ],
+    "properties": {
+        "source": {"type": "string"},
+        "translation": {"type": "string"},
+        "source_span": _OFFSETS,
+        "translation_span": _OFFSETS,
+        "confidence": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "description": "the expected sentence chrF / 100 of translations the model scored like this one",
+        },
+        "low_confidence": {"type": "boolean"},
+        "reasons": {"type": "array", "items": {"type": "string"}},
+        "flags": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [
+                "repetition_guard",
+                "span_recovered",
+                "length_ratio",
+                "length_ratio_out_of_range",
+                "untranslated",
+            ],
+            "properties": {
+                "repetition_guard": {"type": "boolean"},
+                "span_recovered": {"type": "boolean"},
+                "length_ratio": {"type": "number", "minimum": 0},
+                "length_ratio_out_of_range": {"type": "boolean"},
+                "untranslated": {"type": "boolean"},
+            },
+        },
+        "model_score": {"type": ["number", "null"], "description": "mean log-probability per output token"},
+    },
+}
+
 
 def segment_json(segment: ScoredSegment) -> dict[str, Any]:
     """One segment: its source and English with their character offsets (``[start, end)``, null where not

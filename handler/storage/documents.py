@@ -100,24 +100,28 @@ class DocumentNotFoundError(TranslatorError):
     """No document with this id (never uploaded, expired, or already downloaded): HTTP 404."""
 
     code = "document_not_found"
+    status = 404
 
 
 class DocumentKeyError(TranslatorError):
     """The document exists but the ``document_key`` is not its key: HTTP 403."""
 
     code = "document_key_invalid"
+    status = 403
 
 
 class DocumentNotReadyError(TranslatorError):
     """The translation is not finished yet: HTTP 503 (DeepL's clients wait and ask again)."""
 
     code = "document_not_ready"
+    status = 503
 
 
 class DocumentQueueFullError(TranslatorError):
     """The local worker has ``LOCAL_QUEUE_SIZE`` documents waiting: HTTP 429 (DeepL's clients retry later)."""
 
     code = "document_queue_full"
+    status = 429
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,10 @@ MARKUP_STANDALONE = 0x100000  # a void tag, an entity, a comment
 MARKUP_LIMIT = 0x108000  # one past the last markup character
 _MARKUP = re.compile(f"[{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]")
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+# a Han character (CJK unified ideographs, extensions A to H, compatibility ideographs): the one definition, which
+# the OpenAPI document's glossary-term pattern uses too (handler.options)
+HAN_CHARACTER = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]"
+_HAN = re.compile(HAN_CHARACTER)
 
 _TRAILING = ".,;:!?'\")]}>"  # ASCII punctuation that ends a sentence around a URL rather than the URL
 _CLOSING = {"(": ")", "[": "]", "{": "}", "'": "'", '"': '"'}  # what closes an opening bracket or quote

@@ -6,7 +6,11 @@ description fails here, and so does a description of something the code does not
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from itertools import product
+from pathlib import Path
 
 import pytest
 from openapi_spec_validator import validate
@@ -16,6 +20,7 @@ from handler.api.openapi import build_document, described_operations
 from handler.api.router import ROUTES, HttpApi, HttpRequest
 from handler.coldstart import Startup
 from tests.adapters.conftest import MAX_CHARS, MAX_TEXTS, RealHttpClient
+from tests.ship.dockerfile_model import REPO_ROOT
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 NOT_ANSWERED = (404, 405)  # what the code answers a route or method it does not have
@@ -103,3 +108,60 @@ def test_libretranslate_alternatives_takes_only_counts(startup: Startup, count: 
     request = HttpRequest.create("POST", "/translate", {"Content-Type": "application/json"}, body)
     reply = HttpApi(startup).handle(request)
     assert reply.status == 400 and "alternatives must be an integer" in json.loads(reply.body)["error"]
+
+
+# an option the options type does not have: an integer from 1 to 9, with its description
+NEW_OPTION = """    word_limit: int | None = option(
+        None, "at most this many words a sentence", {"type": "integer", "minimum": 1, "maximum": 9}
+    )
+
+    def __post_init__(self) -> None:"""
+NEW_OPTION_PROBE = """
+import json
+from handler.api.openapi import build_document
+from handler.api.router import HttpApi, HttpRequest
+from handler.coldstart import Startup
+from handler.config import RuntimeConfig
+from handler.errors import ModelUnavailableError
+
+config = RuntimeConfig()
+api = HttpApi(Startup(config, None, ModelUnavailableError("no model in this test"), 0.0))
+def post(body):
+    request = HttpRequest.create("POST", "/translate", {"Content-Type": "application/json"}, json.dumps(body).encode())
+    reply = api.handle(request)
+    return reply.status, json.loads(reply.body)["error"]
+print(json.dumps({
+    "described": build_document(config)["components"]["schemas"]["TranslateRequest"]["properties"].get("word_limit"),
+    "out_of_range": post({"text": "你好", "word_limit": 12}),
+    "in_range": post({"text": "你好", "word_limit": 3}),
+}))
+"""
+
+
+def test_an_option_added_to_the_options_type_is_described_and_validated_with_no_other_edit(tmp_path: Path) -> None:
+    # GIVEN a copy of handler/ whose TranslateOptions has one field more (its rule in its metadata), nothing else edited
+    copy = tmp_path / "handler"
+    shutil.copytree(REPO_ROOT / "handler", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    options = copy / "options.py"
+    source = options.read_text(encoding="utf-8")
+    assert source.count("\n    def __post_init__(self) -> None:") == 1
+    options.write_text(
+        source.replace("    def __post_init__(self) -> None:", NEW_OPTION.strip("\n"), 1), encoding="utf-8"
+    )
+    # WHEN the copy builds its OpenAPI document and answers POST /translate
+    probe = subprocess.run(
+        [sys.executable, "-c", NEW_OPTION_PROBE], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    found = json.loads(probe.stdout)
+    # THEN the document describes it with its range and description
+    assert found["described"] == {
+        "anyOf": [{"type": "integer", "minimum": 1, "maximum": 9}, {"type": "null"}],
+        "description": "at most this many words a sentence",
+    }
+    # AND a value out of its range is refused naming the rule, one in range passes validation (to the absent model)
+    assert found["out_of_range"] == [
+        400,
+        {"code": "invalid_request", "message": "word_limit must be an integer from 1 to 9; got 12"},
+    ]
+    assert found["in_range"][0] == 503 and found["in_range"][1]["code"] == "model_unavailable"

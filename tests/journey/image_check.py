@@ -12,7 +12,8 @@
    (a Function URL event for ``POST /translate`` and ``GET /healthz``), the Cloud Run image over HTTP; ``/healthz``
    must name the baked model and its family; the Lambda image run again with the command a streaming Function URL
    sets (``FunctionUrlInvokeMode: RESPONSE_STREAM``) must stream a 40-sentence ``"stream": true`` translation in
-   the Runtime API's streaming mode, its first segment arriving well before the decoding ends;
+   the Runtime API's streaming mode, its first segment arriving well before the decoding ends; the Cloud Run image
+   must stream the same translation as NDJSON over HTTP, read line by line, the same way;
 4. every deploy target with ``DEPLOY`` unset: the printed commands must carry the chosen bundle;
 5. the staged Cloud Functions source of the CSANMT bundle installed into a clean venv from its own
    requirements.txt, served by functions-framework from that folder, translating;
@@ -371,8 +372,63 @@ def run_cloudrun_image(figures: Figures, log_dir: Path) -> None:
         began = time.perf_counter()
         http("POST", f"{url}/translate", translate_body(), {"Content-Type": "application/json"})
         figures.request_ms = (time.perf_counter() - began) * 1000
+        check_cloudrun_stream(url, image_name(figures))
     finally:
         container.stop()
+
+
+def check_cloudrun_stream(url: str, where: str) -> None:
+    """A 40-sentence ``"stream": true`` translation from the Cloud Run image's server, read line by line as it
+    arrives: NDJSON (its media type, chunked, one JSON event a line, ``done`` last, a line per segment), the first
+    segment line well before the ``done`` line (at least a quarter of the decoding after the first window; an answer
+    sent whole once decoded has every line arrive at once)."""
+    from http.client import HTTPConnection  # (this module's http() is the buffered client)
+
+    host, port = url.removeprefix("http://").split(":")
+    connection = HTTPConnection(host, int(port), timeout=600)
+    lines: list[tuple[float, dict[str, Any]]] = []
+    try:
+        body = json.dumps({"text": streamed_text(), "stream": True}, ensure_ascii=False).encode("utf-8")
+        connection.request("POST", "/translate", body=body, headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        content_type, framing = response.getheader("Content-Type", ""), response.getheader("Transfer-Encoding", "")
+        if response.status != 200 or not content_type.startswith("application/x-ndjson") or framing != "chunked":
+            raise CheckFailed(
+                f"{where}: a streamed POST /translate answered {response.status} {content_type!r} (Transfer-Encoding "
+                f"{framing!r}): {response.read()[:500]!r}"
+            )
+        while line := response.readline():
+            try:
+                event = json.loads(line)
+                kind = event["type"]
+            except (ValueError, TypeError, KeyError):
+                raise CheckFailed(f"{where}: the stream has a line that is no NDJSON event: {line[:300]!r}") from None
+            lines.append((time.perf_counter(), event))
+            if kind in ("done", "error"):
+                break
+        trailing = response.read()
+    finally:
+        connection.close()
+    kinds = [event["type"] for _, event in lines]
+    if not kinds or kinds[-1] != "done" or trailing:
+        raise CheckFailed(f"{where}: the stream did not end with its done line: {kinds[-5:]} {trailing[:200]!r}")
+    segments = [(arrived, event) for arrived, event in lines if event["type"] == "segment"]
+    progress = [event for _, event in lines if event["type"] == "progress"]
+    done_at, done = lines[-1]
+    if not segments or not progress or len(segments) != done["segments"]:
+        raise CheckFailed(f"{where}: {len(segments)} segment lines, {len(progress)} progress lines; done says {done}")
+    decoding_s = done["elapsed_ms"] / 1000
+    first_share = progress[0]["done"] / progress[0]["total"]
+    waited = done_at - segments[0][0]
+    if waited < 0.25 * (1 - first_share) * decoding_s:
+        raise CheckFailed(
+            f"{where}: the first segment arrived {waited:.3f} s before the done line, of a {decoding_s:.3f} s "
+            f"decoding whose first window was {first_share:.0%} of the text: the answer was not streamed"
+        )
+    say(
+        f"{where} streamed {len(segments)} segments as NDJSON: the first {waited:.2f} s before the done line, of a "
+        f"{decoding_s:.2f} s translation"
+    )
 
 
 # --- the deploy targets ----------------------------------------------------------------------------------------

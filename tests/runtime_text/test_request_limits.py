@@ -1,6 +1,6 @@
 """The request limits at their exact boundary, on the shipped bundle: the limit itself is allowed, one more is not.
 
-Also the status each typed error is answered with on HTTP (``handler.api.router.STATUS_BY_ERROR``), the deadline
+Also the status each typed error is answered with on HTTP (``handler.api.messages.status_for``), the deadline
 among them: running out of time means the function cannot answer now (503, retry later), not a bug (500).
 """
 

@@ -67,10 +67,11 @@ from handler.api.compat.fields import (
     read_fields,
 )
 from handler.api.keys import ApiKeys, presented_key
+from handler.api.messages import ErrorShape, status_for
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import TranslatorError
-from handler.service import TranslateOptions
+from handler.options import TranslateOptions
 from handler.storage.documents import DocumentJobs, DocumentStatus, DocumentUpload, documents_for
 from handler.storage.glossaries import SOURCE_LANG, TARGET_LANG, GlossaryStore
 from handler.storage.state import local_state
@@ -106,26 +107,12 @@ ROUTES: dict[str, tuple[str, ...]] = {
 }
 DOCUMENT_ROUTE = re.compile(r"/v2/document/(?P<id>[^/]+)(?P<result>/result)?")
 FORMALITIES_IGNORED = ("", "default", "prefer_more", "prefer_less")  # English: nothing to change
-# a glossary ID is a UUID (handler.storage.glossaries): any other segment there is no route
-_GLOSSARY_PATH = re.compile(
-    r"^/v2/glossaries/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(/entries)?$"
-)
+# a glossary ID is a UUID (handler.storage.glossaries): any other segment there is no route; the one definition,
+# which the OpenAPI document's pattern is too (handler.api.compat.deepl_openapi)
+GLOSSARY_ID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+GLOSSARY_ID_PATTERN = f"^{GLOSSARY_ID}$"
+_GLOSSARY_PATH = re.compile(f"^/v2/glossaries/({GLOSSARY_ID})(/entries)?$")
 TSV_TYPE = "text/tab-separated-values"
-
-
-_STATUS_BY_CODE = {
-    "unauthorized": 403,
-    "invalid_request": 400,
-    "request_too_large": 413,
-    "model_unavailable": 503,
-    "bundle_invalid": 503,
-    "deadline_exceeded": 503,
-    "document_not_found": 404,
-    "document_key_invalid": 403,
-    "document_not_ready": 503,
-    "document_queue_full": 429,
-    "glossary_not_found": 404,
-}
 
 
 def route_of(path: str) -> tuple[str | None, str | None]:
@@ -214,7 +201,7 @@ class DeepLApi:
         except ApiStatus as error:
             return json_response(error.status, {"message": str(error)})
         except TranslatorError as error:
-            status = _STATUS_BY_CODE.get(error.code, 500)
+            status = status_for(error, ErrorShape.DEEPL)
             if status >= 500:
                 logger.error("DeepL %s failed: %s: %s", path, type(error).__name__, error)
             return json_response(status, {"message": str(error)})

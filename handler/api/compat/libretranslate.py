@@ -47,11 +47,11 @@ from handler.api.compat.fields import (
     read_fields,
 )
 from handler.api.keys import ApiKeys
-from handler.api.messages import read_json
+from handler.api.messages import ErrorShape, read_json, status_for
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import InvalidRequestError, TranslatorError
-from handler.service import MAX_ALTERNATIVES, TranslateOptions
+from handler.options import MAX_ALTERNATIVES, TranslateOptions
 from handler.storage.documents import content_type_for, suffix_of
 from handler.storage.files import FILE_SUFFIXES, translate_file_bytes
 from handler.storage.state import StateLocation, local_state
@@ -80,14 +80,6 @@ ROUTES: dict[str, tuple[str, ...]] = {
     "/download_file/{filename}": ("GET",),  # {filename}: what translatedFileUrl names (DOWNLOAD_PREFIX)
 }
 DOWNLOAD_PREFIX = "/download_file/"
-
-
-def _status_for(error: TranslatorError) -> int:
-    if isinstance(error, UnauthorizedError):
-        return 403
-    if error.code in ("invalid_request", "request_too_large"):
-        return 400
-    return 500
 
 
 class LibreTranslateApi:
@@ -150,7 +142,7 @@ class LibreTranslateApi:
         except ApiStatus as error:
             return json_response(error.status, {"error": str(error)})
         except TranslatorError as error:
-            status = _status_for(error)
+            status = status_for(error, ErrorShape.LIBRETRANSLATE)
             if status >= 500:
                 logger.error("LibreTranslate %s failed: %s: %s", path, type(error).__name__, error)
             return json_response(status, {"error": str(error)})

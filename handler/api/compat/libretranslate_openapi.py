@@ -1,0 +1,215 @@
+"""LibreTranslate's part of the OpenAPI description (``handler.api.openapi`` assembles it): its routes besides the
+``POST /translate`` it shares with this server's API, and its request and response schemas, as
+``handler.api.compat.libretranslate`` reads and answers them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handler.api.describe import (
+    FORM,
+    JSON,
+    MULTIPART,
+    file_response,
+    head_of,
+    path_parameter,
+    post_of,
+    preflight,
+    ref,
+    response,
+    with_form_variants,
+)
+from handler.options import MAX_ALTERNATIVES, SOURCE_SPELLINGS
+from handler.storage.translated_files import TOKEN_CHARS
+
+TAG = "libretranslate"
+# a download name as handler.storage.translated_files reads it (its "." matches anything but a line feed)
+DOWNLOAD_NAME_PATTERN = f"^[0-9a-f]{{{TOKEN_CHARS}}}-[^\\n]+$"
+
+
+def libretranslate_paths() -> dict[str, Any]:
+    """LibreTranslate's routes besides ``/translate``: ``/detect``, ``/languages``, ``/frontend/settings``, and its
+    files: ``/translate_file`` and the download route (``handler.storage.translated_files``)."""
+    lt_errors = {
+        "400": response("a bad or too large request, an unsupported language", ref("LibreTranslateError")),
+        "403": response("api_key missing or invalid (TRANSLATE_API_KEYS is set)", ref("LibreTranslateError")),
+        "500": response("translation failed or the model is unavailable", ref("LibreTranslateError")),
+    }
+    lt_body = {
+        "content": {JSON: {"schema": ref("LibreTranslateQuery")}, FORM: {"schema": ref("LibreTranslateQueryForm")}}
+    }
+    any_body = {"content": {JSON: {"schema": {"type": "object"}}, FORM: {"schema": {"type": "object"}}}}
+    lt_languages_get = {
+        "operationId": "libretranslateLanguages",
+        "tags": [TAG],
+        "summary": "LibreTranslate: the language pairs (zh -> en, zt -> en)",
+        "responses": {
+            "200": response("the languages", {"type": "array", "items": ref("LibreTranslateLanguage")}),
+            "400": lt_errors["400"],
+        },
+    }
+    lt_settings_get = {
+        "operationId": "libretranslateSettings",
+        "tags": [TAG],
+        "summary": "LibreTranslate: the frontend settings (character limit, whether a key is required)",
+        "responses": {"200": response("the settings", ref("LibreTranslateSettings")), "400": lt_errors["400"]},
+    }
+
+    return {
+        **_file_paths(lt_errors),
+        "/detect": {
+            "post": {
+                "operationId": "libretranslateDetect",
+                "tags": [TAG],
+                "summary": "LibreTranslate: detect the Chinese variant (zh or zt) of q",
+                "requestBody": {**lt_body, "required": True},
+                "responses": {
+                    "200": response("the detection", {"type": "array", "items": ref("LibreTranslateDetection")}),
+                    **lt_errors,
+                },
+            },
+            "options": preflight("libretranslateDetectPreflight", TAG),
+        },
+        "/languages": {
+            "get": lt_languages_get,
+            "head": head_of(lt_languages_get, "libretranslateLanguagesHead"),
+            "post": post_of(lt_languages_get, "libretranslateLanguagesPost", any_body),
+            "options": preflight("libretranslateLanguagesPreflight", TAG),
+        },
+        "/frontend/settings": {
+            "get": lt_settings_get,
+            "head": head_of(lt_settings_get, "libretranslateSettingsHead"),
+            "options": preflight("libretranslateSettingsPreflight", TAG),
+        },
+    }
+
+
+def _file_paths(lt_errors: dict[str, Any]) -> dict[str, Any]:
+    filename = path_parameter("filename", DOWNLOAD_NAME_PATTERN, "<token>-<file name>, as translatedFileUrl names it")
+    download = {
+        "operationId": "libretranslateDownloadFile",
+        "tags": [TAG],
+        "summary": "LibreTranslate: a translated file, by the name translatedFileUrl gives (its token: the credential)",
+        "parameters": [filename],
+        "responses": {
+            "200": file_response("the translated file, in the Content-Type of its format"),
+            "400": response("not a download name (<token>-<file name>)", ref("LibreTranslateError")),
+            "404": response("no such file (expired, or mistyped)", ref("LibreTranslateError")),
+        },
+    }
+    translate_file = {
+        "operationId": "libretranslateTranslateFile",
+        "tags": [TAG],
+        "summary": "LibreTranslate: translate a file (.txt, .html, .md, .srt, .vtt, .docx) within the request",
+        "requestBody": {"required": True, "content": {MULTIPART: {"schema": ref("LibreTranslateFile")}}},
+        "responses": {
+            "200": response("where to download the translation", ref("LibreTranslateFileUrl")),
+            "400": response(
+                "no file, an unsupported format (the message lists them) or language, a corrupt file",
+                ref("LibreTranslateError"),
+            ),
+            "403": lt_errors["403"],
+            "413": response("the file is over TRANSLATE_MAX_FILE_BYTES", ref("LibreTranslateError")),
+            "500": response("translation failed, out of time, or the model is unavailable", ref("LibreTranslateError")),
+        },
+    }
+    return {
+        "/translate_file": {"post": translate_file, "options": preflight("libretranslateTranslateFilePreflight", TAG)},
+        "/download_file/{filename}": {
+            "get": download,
+            "head": head_of(download, "libretranslateDownloadFileHead"),
+            "options": preflight("libretranslateDownloadFilePreflight", TAG, filename),
+        },
+    }
+
+
+def libretranslate_schemas() -> dict[str, Any]:
+    """LibreTranslate's request and response shapes (each JSON body's form variant too)."""
+    string_or_list = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    schemas: dict[str, Any] = {
+        "LibreTranslateRequest": {
+            "type": "object",
+            "required": ["q", "target"],
+            "not": {"anyOf": [{"required": ["text"]}, {"required": ["texts"]}]},
+            "properties": {
+                "q": string_or_list,
+                "source": {
+                    "type": ["string", "null"],
+                    "enum": ["", *SOURCE_SPELLINGS, None],
+                    "description": "empty: auto",
+                },
+                "target": {"type": "string", "enum": ["en", "en-US", "en-GB"]},
+                "format": {"type": ["string", "null"], "enum": ["text", "html", None]},
+                "api_key": {"type": ["string", "null"]},
+                "alternatives": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "maximum": MAX_ALTERNATIVES,
+                    "description": "up to this many other distinct translations of each text (more is refused)",
+                },
+            },
+        },
+        "LibreTranslateQuery": {
+            "type": "object",
+            "required": ["q"],
+            "properties": {"q": string_or_list, "api_key": {"type": ["string", "null"]}},
+        },
+        "LibreTranslateResponse": {
+            "type": "object",
+            "required": ["translatedText"],
+            "properties": {
+                "translatedText": string_or_list,
+                "detectedLanguage": {
+                    "oneOf": [
+                        ref("LibreTranslateDetection"),
+                        {"type": "array", "items": ref("LibreTranslateDetection")},
+                    ]
+                },
+                "alternatives": {
+                    "type": "array",
+                    "description": "a list of strings for one q, a list of such lists for a list",
+                    "items": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+                },
+            },
+        },
+        "LibreTranslateDetection": {
+            "type": "object",
+            "required": ["language", "confidence"],
+            "properties": {"language": {"type": "string"}, "confidence": {"type": "number"}},
+        },
+        "LibreTranslateLanguage": {
+            "type": "object",
+            "required": ["code", "name", "targets"],
+            "properties": {
+                "code": {"type": "string"},
+                "name": {"type": "string"},
+                "targets": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "LibreTranslateSettings": {
+            "type": "object",
+            "required": ["charLimit", "keyRequired"],
+            "properties": {"charLimit": {"type": "integer"}, "keyRequired": {"type": "boolean"}},
+        },
+        "LibreTranslateError": {
+            "type": "object",
+            "required": ["error"],
+            "properties": {"error": {"type": "string"}},
+        },
+        "LibreTranslateFile": {
+            "type": "object",
+            "required": ["file", "target"],
+            "properties": {
+                "file": {"type": "string", "contentMediaType": "application/octet-stream"},
+                "source": {"type": "string", "enum": list(SOURCE_SPELLINGS)},
+                "target": {"type": "string", "enum": ["en"]},
+                "api_key": {"type": "string"},
+            },
+        },
+        "LibreTranslateFileUrl": {
+            "type": "object",
+            "required": ["translatedFileUrl"],
+            "properties": {"translatedFileUrl": {"type": "string"}},
+        },
+    }
+    return with_form_variants(schemas, "LibreTranslateRequest", "LibreTranslateQuery")
