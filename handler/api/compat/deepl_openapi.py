@@ -22,9 +22,9 @@ from handler.api.describe import (
     security,
     with_form_variants,
 )
-from handler.storage.files import FILE_SUFFIXES
 from handler.options import TEXT_END
 from handler.storage.documents import ID_PATTERN
+from handler.storage.files import FILE_SUFFIXES
 from handler.storage.glossaries import ENTRIES_FORMATS, MAX_ENTRIES, MAX_ENTRIES_BYTES, MAX_GLOSSARIES, MAX_NAME_BYTES
 
 TAG = "deepl"
