@@ -696,9 +696,10 @@ class TranslationService:
         )
 
     def _decode_batches(self, inputs: Sequence[str], run: _Run, *, report: bool = False) -> Iterator[int]:
-        """Batch, decode and clean ``inputs`` (none translated yet; a repeated one is decoded once) into ``run.decoded`` and the
-        translation memory, one batch at a time; yields the characters each batch translated. ``report``: calls
-        ``run.progress`` after every batch. The deadline is checked before every batch (``_check_deadline``)."""
+        """Batch, decode and clean ``inputs`` (none translated yet; a repeated one is decoded once) into
+        ``run.decoded`` and the translation memory, one batch at a time; yields the characters each batch translated.
+        ``report``: calls ``run.progress`` after every batch. The deadline is checked before every batch
+        (``_check_deadline``)."""
         if not inputs:
             return
         segments = self._segments(inputs)
