@@ -140,7 +140,17 @@ def test_ls_handler_shows_the_layers() -> None:
     folders = sorted(p.name for p in HANDLER.iterdir() if p.is_dir() and p.name != "__pycache__")
     modules = sorted(p.stem for p in HANDLER.glob("*.py"))
     assert folders == sorted(LAYERS)
-    assert modules == ["__init__", "__main__", "coldstart", "config", "errors", "options", "service", "streaming", "translation_memory"]
+    assert modules == [
+        "__init__",
+        "__main__",
+        "coldstart",
+        "config",
+        "errors",
+        "options",
+        "service",
+        "streaming",
+        "translation_memory",
+    ]
 
 
 def test_no_import_cycle_even_counting_imports_inside_functions() -> None:
