@@ -320,8 +320,6 @@ def _glossary_operations(glossary_security: list[dict[str, list[str]]]) -> dict[
 
 def deepl_schemas() -> dict[str, Any]:
     """DeepL's request and response shapes (each JSON body's form variant too)."""
-    file_part = {"type": "string", "contentMediaType": "application/octet-stream"}
-    optional = {"type": "string"}
     one_or_more = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]}
     schemas: dict[str, Any] = {
         "DeepLParameters": {
@@ -410,6 +408,17 @@ def deepl_schemas() -> dict[str, Any]:
             "properties": {"character_count": {"type": "integer"}, "character_limit": {"type": "integer"}},
         },
         "DeepLError": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
+    }
+    schemas = with_form_variants(schemas, "DeepLParameters", "DeepLLanguagesParameters", "DeepLUsageParameters")
+    schemas["DeepLLanguagesParametersForm"]["properties"]["type"] = ref("DeepLLanguageType")
+    return {**schemas, **_file_and_glossary_schemas()}
+
+
+def _file_and_glossary_schemas() -> dict[str, Any]:
+    """The document API's and the glossary API's shapes."""
+    file_part = {"type": "string", "contentMediaType": "application/octet-stream"}
+    optional = {"type": "string"}
+    return {
         "DeepLDocumentUpload": {
             "type": "object",
             "required": ["file", "target_lang"],
@@ -501,6 +510,3 @@ def deepl_schemas() -> dict[str, Any]:
             },
         },
     }
-    schemas = with_form_variants(schemas, "DeepLParameters", "DeepLLanguagesParameters", "DeepLUsageParameters")
-    schemas["DeepLLanguagesParametersForm"]["properties"]["type"] = ref("DeepLLanguageType")
-    return schemas
