@@ -50,3 +50,12 @@ def test_quick_mode_measures_every_figure_of_every_engine(tmp_path: Path) -> Non
     assert memory["subtitles"]["with_memory_chars_per_s"] > 0 and memory["subtitles"]["without_memory_chars_per_s"] > 0
     assert 0 < memory["bulk"]["redelivered_s"] < memory["bulk"]["first_s"]  # a redelivered part is answered from memory
     assert "## The sentence translation memory" in text and "the sentence alone (goal <= 1.3)" in text
+    streaming = measured["streaming"]["default"]
+    for key in ("short", "longest"):  # a streamed and a whole process per text, each its own figures
+        figures = streaming[key]
+        assert figures["same_english"], figures
+        assert 0 < figures["streamed"]["first_s"] < figures["streamed"]["total_s"], figures
+        assert figures["whole"]["first_s"] == figures["whole"]["total_s"] > 0, figures
+        assert figures["streamed"]["peak_rss_mb"] > 0 and figures["whole"]["peak_rss_mb"] > 0, figures
+    assert "## Streaming" in text and "| default, not streamed: a 300-character text |" in text
+    assert "`csanmt-full-size`: " in text and "**not run this time**" in text
