@@ -60,7 +60,7 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
         **document_paths(keys_required),
         **deepl_glossary_paths(keys_required),
     }
-    schemas = {**own_schemas(config), **libretranslate_schemas(), **deepl_schemas()}
+    schemas = {**own_schemas(config), **libretranslate_schemas(config), **deepl_schemas()}
     return {
         "openapi": "3.1.0",
         "info": {

@@ -19,6 +19,7 @@ from handler.api.describe import (
     response,
     with_form_variants,
 )
+from handler.config import RuntimeConfig
 from handler.options import MAX_ALTERNATIVES, SOURCE_SPELLINGS
 from handler.storage.translated_files import TOKEN_CHARS
 
@@ -123,16 +124,19 @@ def _file_paths(lt_errors: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def libretranslate_schemas() -> dict[str, Any]:
-    """LibreTranslate's request and response shapes (each JSON body's form variant too)."""
+def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
+    """LibreTranslate's request and response shapes (each JSON body's form variant too), with the deployment's
+    limits on what is translated (TRANSLATE_MAX_CHARS a text, TRANSLATE_MAX_TEXTS texts)."""
     string_or_list = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    text = {"type": "string", "maxLength": config.max_chars}
+    texts = {"oneOf": [text, {"type": "array", "items": text, "maxItems": config.max_texts}]}
     schemas: dict[str, Any] = {
         "LibreTranslateRequest": {
             "type": "object",
             "required": ["q", "target"],
             "not": {"anyOf": [{"required": ["text"]}, {"required": ["texts"]}]},
             "properties": {
-                "q": string_or_list,
+                "q": texts,
                 "source": {
                     "type": ["string", "null"],
                     "enum": ["", *SOURCE_SPELLINGS, None],
