@@ -91,7 +91,7 @@ def fp32_bundle(checkpoint: str, int8_bundle: Path, work: Path) -> Path:
     """
     import shutil
 
-    from build.export import load_checkpoint
+    from build.families.marian import load_checkpoint
     from build.families.marian.graphs import export_graphs
 
     out = work / "fp32"

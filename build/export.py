@@ -31,24 +31,11 @@ from typing import Any
 from build import families, verify
 from build.errors import ExportError
 from build.families import Checkpoint
-from build.families.marian import TRAINING_RECORD, LoadedCheckpoint, load_checkpoint, resolve_folder, spec_from
 from build.optimize import optimize_bundle_graphs
 from build.quantize import DEFAULT_QUANTIZATION, QuantizationSettings, quantize_pair
 from build.source_licence import source_licence
 from handler.model import bundle
 from handler.model.bundle import Manifest
-
-# the Marian loader's names, kept importable from here for existing callers
-__all__ = [
-    "TRAINING_RECORD",
-    "ExportError",
-    "LoadedCheckpoint",
-    "export_bundle",
-    "load_checkpoint",
-    "main",
-    "resolve_folder",
-    "spec_from",
-]
 
 TOOLS = ("torch", "transformers", "onnx", "onnxruntime", "sentencepiece", "numpy")
 NORMALIZATIONS = (bundle.NORMALIZATION_NONE, bundle.NORMALIZATION_NFKC)

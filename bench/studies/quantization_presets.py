@@ -46,7 +46,7 @@ def measure(checkpoint: Path | None, work: Path, repeats: int = 200) -> list[dic
     import numpy as np
 
     from build import verify
-    from build.export import load_checkpoint
+    from build.families.marian import load_checkpoint
     from build.families.marian.graphs import export_graphs
     from handler.model.families.marian.sessions import OnnxMarian
 

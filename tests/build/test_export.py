@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from build.export import ExportError, export_bundle, load_checkpoint
+from build.errors import ExportError
+from build.export import export_bundle
+from build.families.marian import load_checkpoint
 from build.verify import VerificationError, VerifyThresholds
 from handler.model import bundle
 from handler.model.bundle import Manifest

@@ -9,7 +9,7 @@ import onnx
 import pytest
 
 from build import verify
-from build.export import LoadedCheckpoint, load_checkpoint
+from build.families.marian import LoadedCheckpoint, load_checkpoint
 from build.families.marian.graphs import export_graphs
 from handler.model import bundle
 from handler.model.decoding import greedy_search

@@ -60,7 +60,7 @@ def test_every_weight_matmul_is_quantized_in_both_graphs(
     tiny_marian_dir: Path, tiny_bundle_dir: Path, tmp_path: Path
 ) -> None:
     """The known optimum pitfall (a quantizer that silently quantizes nothing) cannot happen unnoticed."""
-    from build.export import load_checkpoint
+    from build.families.marian import load_checkpoint
 
     fp32 = export_graphs(load_checkpoint(tiny_marian_dir).model, tmp_path)
     for fp32_path, name in zip(fp32, (bundle.ENCODER_ONNX, bundle.DECODER_ONNX), strict=True):
@@ -96,7 +96,7 @@ def test_a_tied_embedding_is_stored_once_in_the_decoder_and_computes_the_same(
     import torch
 
     from build import verify
-    from build.export import load_checkpoint
+    from build.families.marian import load_checkpoint
     from build.quantize import find_tied_embedding, quantize_graph
     from handler.model.families.marian.sessions import OnnxMarian
 
@@ -141,7 +141,7 @@ def test_per_row_activations_make_each_row_independent_of_its_batch(tiny_marian_
     import numpy as np
 
     from build import verify
-    from build.export import load_checkpoint
+    from build.families.marian import load_checkpoint
     from build.quantize import quantize_graph
     from handler.model.families.marian.sessions import OnnxMarian
 
@@ -187,7 +187,7 @@ def test_a_tied_embedding_is_stored_once_for_both_graphs(tiny_marian_dir: Path, 
     import torch
 
     from build import verify
-    from build.export import load_checkpoint
+    from build.families.marian import load_checkpoint
     from build.quantize import QuantizationSettings, quantize_pair
     from handler.model.families.marian.sessions import OnnxMarian
 

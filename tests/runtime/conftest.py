@@ -55,8 +55,9 @@ SENTENCES: tuple[str, ...] = (
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tiny_marian_dir: Path) -> Any:
-    """The tiny checkpoint loaded with transformers (``build.export.LoadedCheckpoint``: model, tokenizer, spec)."""
-    from build.export import load_checkpoint
+    """The tiny checkpoint loaded with transformers (``build.families.marian.LoadedCheckpoint``: model, tokenizer,
+    spec)."""
+    from build.families.marian import load_checkpoint
 
     return load_checkpoint(tiny_marian_dir)
 
