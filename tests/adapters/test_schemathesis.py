@@ -12,8 +12,8 @@ glossary routes). The server runs with
 ``TRANSLATE_MAX_CHARS=400`` so no generated text keeps the model long.
 
 Bounds: at most ``MAX_EXAMPLES`` generated cases per operation and phase, ``REQUEST_TIMEOUT_S`` per request, and
-the whole run is killed and fails after ``WALL_CLOCK_BOUND_S``; it measured about 30 s (about 580 requests) on
-the 2-core development machine before the glossary routes, about 35 s (about 950 requests) with them.
+the whole run is killed and fails after ``WALL_CLOCK_BOUND_S``, well above what a run takes (its measured duration
+and request count: docs/reliability.md).
 """
 
 from __future__ import annotations
