@@ -454,8 +454,10 @@ class TranslationService:
         """The events of ``translate_stream`` (``handler.streaming`` says how the windows are chosen)."""
         done = 0
         try:
-            units = self._units(prepared, run.options)
             run.total = sum(len(t) for t in prepared.sources)
+            if run.deadline is not None and time.monotonic() >= run.deadline:  # the memory does not answer late
+                raise DeadlineExceededError("the deadline passed before the translation began; nothing was translated")
+            units = self._units(prepared, run.options)
             tokens = [sum(self._tokenizer.count_tokens(t) for t in unit.sources) for unit in units]
             windows = plan_windows(tokens, max(1, self.config.batch_tokens // run.beam_size))
             results: dict[str, Translation] = {}

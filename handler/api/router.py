@@ -194,10 +194,13 @@ class HttpApi:
             if request.method == "HEAD":
                 response = HttpResponse(response.status, response.headers, b"")
             if response.stream is not None:  # logged when it ends, in this request's context
-                stream = self._logged_stream(request, response, began, work)
-                return HttpResponse(
-                    response.status, response.headers, b"", _in_context(contextvars.copy_context(), stream)
-                )
+                context = contextvars.copy_context()
+
+                def ended(sent: int, response: HttpResponse = response) -> None:
+                    self._log_stream_end(request, response, began, work, sent)
+
+                stream = _ContextStream(context, response.stream, ended)
+                return HttpResponse(response.status, response.headers, b"", stream)
             self._log(request, response, error_code, began, work)
         finally:
             current_work.reset(work_token)
@@ -230,25 +233,15 @@ class HttpApi:
         path = _normalise_path(request.path)
         return path if path in self.known_routes else self.compat.route_of(path) or UNKNOWN_ROUTE
 
-    def _logged_stream(
-        self, request: HttpRequest, response: HttpResponse, began: float, work: WorkCounts
-    ) -> Iterator[bytes]:
-        """``response.stream``, then its access line: the bytes sent, and whether it finished, failed (its error
-        code) or was closed by the client first."""
-        assert response.stream is not None
+    def _log_stream_end(
+        self, request: HttpRequest, response: HttpResponse, began: float, work: WorkCounts, sent: int
+    ) -> None:
+        """A stream's access line: the bytes sent, and whether it finished, failed (its error code) or was closed
+        by the client first (before its first chunk included)."""
         outcome: StreamOutcome | None = getattr(response.stream, "outcome", None)
-        sent = 0
-        try:
-            for chunk in response.stream:
-                sent += len(chunk)
-                yield chunk
-        finally:
-            response.stream.close()  # type: ignore[attr-defined]  # a generator: stops the work behind it
-            error_code = outcome.error_code if outcome is not None else None
-            ended = "closed by the client" if outcome is not None and not outcome.finished and not error_code else None
-            self._log(
-                request, HttpResponse(response.status, response.headers, b""), error_code, began, work, sent, ended
-            )
+        error_code = outcome.error_code if outcome is not None else None
+        ended = "closed by the client" if outcome is not None and not outcome.finished and not error_code else None
+        self._log(request, HttpResponse(response.status, response.headers, b""), error_code, began, work, sent, ended)
 
     def _log(
         self,
@@ -497,19 +490,41 @@ class _Stream:
             close()
 
 
-def _in_context(context: contextvars.Context, chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """``chunks`` produced in ``context`` (the request's id and work counters), whichever thread pulls them."""
-    try:
-        while True:
-            try:
-                chunk = context.run(next, chunks)
-            except StopIteration:
-                return
-            yield chunk
-    finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            context.run(close)
+class _ContextStream:
+    """A streamed body pulled in its request's context (id, work counters), whichever thread pulls it; closing it
+    closes the stream (which stops the work behind it) and, once, however it ended, writes its access line."""
+
+    def __init__(self, context: contextvars.Context, chunks: Iterator[bytes], ended: Callable[[int], None]) -> None:
+        self._context = context
+        self._chunks = chunks
+        self._ended = ended
+        self._sent = 0
+        self._closed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._closed:
+            raise StopIteration
+        try:
+            chunk = self._context.run(next, self._chunks)
+        except BaseException:
+            self.close()
+            raise
+        self._sent += len(chunk)
+        return chunk
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        close = getattr(self._chunks, "close", None)
+        try:
+            if close is not None:
+                self._context.run(close)
+        finally:
+            self._context.run(self._ended, self._sent)
 
 
 def _spans_json(detail: TextTranslation) -> list[dict[str, str]]:

@@ -202,11 +202,28 @@ def test_a_client_that_hangs_up_after_one_line_leaves_nothing_running(caplog: py
 def test_the_adapters_time_limit_ends_a_stream_with_an_error_line_and_refuses_a_whole_request(served: Served) -> None:
     api = served.api
     body = json.dumps({"text": article(), "stream": True}).encode()
-    passed = time.monotonic() - 1  # a deadline already gone when decoding would begin
-    response = api.handle(HttpRequest.create("POST", "/translate", JSON, body, deadline=passed))
+    remembering = Served(memory_bytes=16 * 1024 * 1024)
+    try:
+        remembering.service.translate(article())  # every sentence in the memory: a late stream is still not answered
+        passed = time.monotonic() - 1  # a deadline already gone: the answer begins, and ends at once with the error
+        late = remembering.api.handle(HttpRequest.create("POST", "/translate", JSON, body, deadline=passed))
+        assert late.status == 200 and late.stream is not None
+        events = [json.loads(line) for chunk in late.stream for line in chunk.splitlines()]
+        assert [event["type"] for event in events] == ["error"]
+        assert "nothing was translated" in events[0]["error"]["message"]
+    finally:
+        remembering.close()
+    deadline = time.monotonic() + 5
+    response = api.handle(HttpRequest.create("POST", "/translate", JSON, body, deadline=deadline))
     assert response.status == 200 and response.stream is not None
-    events = [json.loads(line) for chunk in response.stream for line in chunk.splitlines()]
-    assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "deadline_exceeded"
+    events = []
+    for chunk in response.stream:  # a slow client: the deadline passes after the first segment
+        events.extend(json.loads(line) for line in chunk.splitlines())
+        if events[-1]["type"] == "segment":
+            time.sleep(max(0.0, deadline - time.monotonic()) + 0.01)
+    kinds = [event["type"] for event in events]
+    assert kinds.count("segment") == 1 and kinds[-1] == "error" and "done" not in kinds
+    assert events[-1]["error"]["code"] == "deadline_exceeded"
     assert "characters were translated and sent" in events[-1]["error"]["message"]
     check_described(api, events)
     whole = json.dumps({"text": article()}).encode()
@@ -216,3 +233,18 @@ def test_the_adapters_time_limit_ends_a_stream_with_an_error_line_and_refuses_a_
     assert refused.status == 503
     message = json.loads(refused.body)["error"]["message"]
     assert '"stream": true' in message and "/v2/document" in message and "timeout" in message
+
+
+def test_a_stream_closed_before_its_first_chunk_still_writes_its_access_line(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = json.dumps({"text": article(), "stream": True}).encode()
+    with caplog.at_level(logging.INFO, logger="handler.access"):
+        response = served.api.handle(HttpRequest.create("POST", "/translate", JSON, body))
+        assert response.stream is not None
+        rows = served.counting.rows
+        response.stream.close()  # type: ignore[attr-defined]  # a client gone before the first chunk was asked for
+        response.stream.close()  # type: ignore[attr-defined]  # closing twice writes one line
+    logged = [vars(record) for record in caplog.records if record.name == "handler.access"]
+    assert [(line["streamed"], line["response_bytes"]) for line in logged] == [("closed by the client", 0)]
+    assert served.counting.rows == rows  # nothing was decoded for it
