@@ -12,6 +12,7 @@ digits, at most ``HttpApi.max_request_bytes``; a longer body is refused with 413
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,7 +51,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
             self._send(self.api.handle(self._request_read_so_far(), refused=unreadable))
             self.close_connection = True
             return
-        request = HttpRequest.create(self.command, self.path, self.headers.items(), body)  # query kept
+        deadline = self.api.config.request_deadline(time.monotonic())  # TRANSLATE_REQUEST_TIMEOUT_S, if set
+        request = HttpRequest.create(self.command, self.path, self.headers.items(), body, deadline=deadline)
         self._send(self.api.handle(request))
 
     def _body(self) -> bytes:
