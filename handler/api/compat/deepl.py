@@ -85,8 +85,8 @@ TARGET_LANGUAGES = [
     {"language": "EN-GB", "name": "English (British)", "supports_formality": False},
     {"language": "EN-US", "name": "English (American)", "supports_formality": False},
 ]
-_SOURCE_VARIANTS = {"ZH": AUTO, "ZH-HANS": SIMPLIFIED, "ZH-HANT": TRADITIONAL}
-_TARGETS = ("EN", "EN-US", "EN-GB")
+SOURCE_LANGS = {"ZH": AUTO, "ZH-HANS": SIMPLIFIED, "ZH-HANT": TRADITIONAL}
+TARGET_LANGS = ("EN", "EN-US", "EN-GB")
 CHARACTER_LIMIT = 1_000_000_000_000  # what DeepL reports for accounts without a limit
 MAX_BODY_BYTES = 10 * 1024 * 1024
 
@@ -243,7 +243,7 @@ class DeepLApi:
                 f"Value for 'output_format' not supported: {output_format!r}; a translation has its document's own "
                 f"format ({suffix or 'none'}); leave output_format out",
             )
-        options: dict[str, Any] = {"source": _SOURCE_VARIANTS.get(source, AUTO)}
+        options: dict[str, Any] = {"source": SOURCE_LANGS.get(source, AUTO)}
         glossary = self._document_glossary(fields, source, key)
         if glossary:
             options["glossary"] = glossary.as_dict()
@@ -333,7 +333,7 @@ class DeepLApi:
             glossary = self.glossaries.glossary_for(glossary_id.strip(), key)
         service = self.startup.require_service()
         options = TranslateOptions(
-            format="html" if tag_handling else "text", source=_SOURCE_VARIANTS.get(source, AUTO), glossary=glossary
+            format="html" if tag_handling else "text", source=SOURCE_LANGS.get(source, AUTO), glossary=glossary
         )
         translations = service.translate_many(texts, options)
         billed = [len(text) for text in texts]
@@ -351,7 +351,7 @@ def _target(fields: RequestFields) -> str:
     target = (fields.text("target_lang") or "").strip().upper()
     if not target:
         raise ApiStatus(400, "Parameter 'target_lang' not specified; this server translates to EN, EN-US or EN-GB")
-    if target not in _TARGETS:
+    if target not in TARGET_LANGS:
         raise ApiStatus(
             400,
             f"Value for 'target_lang' not supported: {target}; this server translates Chinese to English "
@@ -362,7 +362,7 @@ def _target(fields: RequestFields) -> str:
 
 def _source(fields: RequestFields) -> str:
     source = (fields.text("source_lang") or "").strip().upper()
-    if source and source not in _SOURCE_VARIANTS:
+    if source and source not in SOURCE_LANGS:
         raise ApiStatus(
             400,
             f"Value for 'source_lang' not supported: {source}; this server translates Chinese (source_lang ZH, "

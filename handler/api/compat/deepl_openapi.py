@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from handler.api.compat.deepl import GLOSSARY_ID_PATTERN
+from handler.api.compat.deepl import FORMALITIES_IGNORED, GLOSSARY_ID_PATTERN, SOURCE_LANGS, TARGET_LANGS
 from handler.api.describe import (
     FORM,
     JSON,
@@ -23,9 +23,17 @@ from handler.api.describe import (
     with_form_variants,
 )
 from handler.options import TEXT_END
-from handler.storage.documents import ID_PATTERN
+from handler.storage.documents import DONE, ERROR, ID_PATTERN, QUEUED, TRANSLATING
 from handler.storage.files import FILE_SUFFIXES
-from handler.storage.glossaries import ENTRIES_FORMATS, MAX_ENTRIES, MAX_ENTRIES_BYTES, MAX_GLOSSARIES, MAX_NAME_BYTES
+from handler.storage.glossaries import (
+    ENTRIES_FORMATS,
+    MAX_ENTRIES,
+    MAX_ENTRIES_BYTES,
+    MAX_GLOSSARIES,
+    MAX_NAME_BYTES,
+    SOURCE_LANG,
+    TARGET_LANG,
+)
 
 TAG = "deepl"
 DOCUMENT_ID_PATTERN = f"^{ID_PATTERN.pattern}$"  # what POST /v2/document answers (handler.storage.documents)
@@ -329,8 +337,8 @@ def deepl_schemas() -> dict[str, Any]:
             "additionalProperties": ref("DeepLIgnoredOption"),
             "properties": {
                 "text": one_or_more,
-                "source_lang": {"type": ["string", "null"], "enum": ["ZH", "ZH-HANS", "ZH-HANT", None]},
-                "target_lang": {"type": "string", "enum": ["EN", "EN-US", "EN-GB"]},
+                "source_lang": {"type": ["string", "null"], "enum": [*SOURCE_LANGS, None]},
+                "target_lang": {"type": "string", "enum": list(TARGET_LANGS)},
                 "tag_handling": {"type": ["string", "null"], "enum": ["html", None]},
                 "glossary_id": {
                     "type": ["string", "null"],
@@ -429,9 +437,9 @@ def _file_and_glossary_schemas() -> dict[str, Any]:
                     "pattern": FILE_NAME_PATTERN,
                     "description": "the file's name, instead of the part's: its suffix says the format",
                 },
-                "target_lang": {"type": "string", "enum": ["EN", "EN-US", "EN-GB"]},
-                "source_lang": {"type": "string", "enum": ["ZH", "ZH-HANS", "ZH-HANT"]},
-                "formality": {"type": "string", "enum": ["default", "prefer_more", "prefer_less"]},
+                "target_lang": {"type": "string", "enum": list(TARGET_LANGS)},
+                "source_lang": {"type": "string", "enum": list(SOURCE_LANGS)},
+                "formality": {"type": "string", "enum": [name for name in FORMALITIES_IGNORED if name]},
                 "output_format": optional,
                 "glossary_id": {
                     "type": "string",
@@ -455,7 +463,7 @@ def _file_and_glossary_schemas() -> dict[str, Any]:
             "required": ["document_id", "status"],
             "properties": {
                 "document_id": {"type": "string"},
-                "status": {"type": "string", "enum": ["queued", "translating", "done", "error"]},
+                "status": {"type": "string", "enum": [QUEUED, TRANSLATING, DONE, ERROR]},
                 "seconds_remaining": {"type": "integer", "minimum": 0},
                 "billed_characters": {"type": "integer", "minimum": 0},
                 "error_message": {"type": "string"},
@@ -484,8 +492,8 @@ def _file_and_glossary_schemas() -> dict[str, Any]:
                 "glossary_id": {"type": "string"},
                 "name": {"type": "string"},
                 "ready": {"type": "boolean"},
-                "source_lang": {"type": "string", "enum": ["zh"]},
-                "target_lang": {"type": "string", "enum": ["en"]},
+                "source_lang": {"type": "string", "enum": [SOURCE_LANG]},
+                "target_lang": {"type": "string", "enum": [TARGET_LANG]},
                 "creation_time": {"type": "string", "format": "date-time"},
                 "entry_count": {"type": "integer", "minimum": 1},
             },
