@@ -43,13 +43,13 @@ from pathlib import Path
 
 import handler.model.decoding as decoding
 from handler.config import DEFAULT_BUNDLE_DIR, REPO_ROOT, RuntimeConfig
+from handler.formats import translate_file
+from handler.formats.subtitles import MAX_LINE_CHARS, Track, parse_track
 from handler.model.loader import load_model
 from handler.service import TranslateOptions, TranslationService
-from handler.storage.files import translate_file_text
 from handler.text.markup import skeleton
 from handler.text.numbers import find_amounts
 from handler.text.spans import contains_placeholder, has_chinese
-from handler.formats.subtitles import MAX_LINE_CHARS, Track, parse_track
 
 FIDELITY_SET = REPO_ROOT / "tests" / "fixtures" / "fidelity.jsonl"
 BATCH = 64
@@ -196,7 +196,8 @@ def subtitle_report(service: TranslationService) -> str:
         kept = equal = cues = empty = chinese = long_lines = 0
         for name, text in files:
             source = parse_track(text, fmt, name=name)
-            output = parse_track(translate_file_text(service, text, fmt, name=name), fmt, name=name)
+            english = translate_file(text.encode("utf-8"), name, service).data.decode("utf-8")
+            output = parse_track(english, fmt, name=name)
             kept += subtitle_structure(source) == subtitle_structure(output)
             equal += len(source.cues) == len(output.cues)
             cues += len(source.cues)
@@ -222,20 +223,19 @@ def word_report(service: TranslationService) -> str:
     import zipfile
 
     from bench.quality.fidelity_set import word_files
-    from handler.storage.files import translate_file_bytes
-    from handler.formats.word import W, iter_text_parts, structure_of
+    from handler.formats.word import W, iter_text_entries, structure_of
 
     files = word_files()
     kept = paragraphs = chinese = bold_source = bold_kept = 0
     counted = {"p": 0, "tc": 0, "header": 0, "footer": 0, "footnote": 0}
     equal = dict.fromkeys(counted, 0)
     for name, data in files:
-        output, _ = translate_file_bytes(service, data, name)
+        output = translate_file(data, name, service).data
         with zipfile.ZipFile(io.BytesIO(data)) as before_zip, zipfile.ZipFile(io.BytesIO(output)) as after_zip:
             before = {info.filename: before_zip.read(info) for info in before_zip.infolist()}
             after = {info.filename: after_zip.read(info) for info in after_zip.infolist()}
-        source_parts = {entry: (kind, root) for entry, kind, root in iter_text_parts(data)}
-        output_parts = {entry: (kind, root) for entry, kind, root in iter_text_parts(output)}
+        source_parts = {entry: (kind, root) for entry, kind, root in iter_text_entries(data)}
+        output_parts = {entry: (kind, root) for entry, kind, root in iter_text_entries(output)}
         same = list(before) == list(after) and all(
             after.get(entry) == content for entry, content in before.items() if entry not in source_parts
         )

@@ -48,7 +48,8 @@ from handler.api.messages import UNREADABLE_PATH, HttpRequest, HttpResponse
 from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
 from handler.errors import InvalidRequestError
-from handler.storage.documents import documents_for, handle_storage_object
+from handler.storage.dispatch import handle_object_event
+from handler.storage.documents import documents_for
 from handler.storage.events import s3_created_objects
 from handler.storage.object_store import S3Store
 from handler.storage.retry import RetryingStore, RetryPolicy, TransientAware
@@ -146,7 +147,7 @@ class LambdaAdapter:
         store = RetryingStore(self.store, deadline, self.retry)
         results = []
         for source in s3_created_objects(event):  # every record checked before any work
-            results.append(handle_storage_object(store, source, service, self.startup.config, deadline=deadline))
+            results.append(handle_object_event(store, source, service, self.startup.config, deadline=deadline))
         return {"results": results}
 
     def _deadline(self, context: Any) -> float:

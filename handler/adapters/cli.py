@@ -2,8 +2,8 @@
 
 ``translate`` reads a text file (or stdin) in any encoding the file adapters accept, writes the English to
 stdout and, for long inputs, a progress bar to stderr; ``.html``/``.md`` files are translated as HTML/Markdown
-(markup kept), ``.srt``/``.vtt`` files as subtitles (cue text only, ``handler.text.subtitles``), ``.docx`` files
-as Word documents (``handler.text.word_documents``; binary, so written to a file: ``-o FILE`` or stdout redirected,
+(markup kept), ``.srt``/``.vtt`` files as subtitles (cue text only, ``handler.formats.subtitles``), ``.docx`` files
+as Word documents (``handler.formats.word``; binary, so written to a file: ``-o FILE`` or stdout redirected,
 never to a terminal); ``--format`` overrides the suffix, ``-o/--output FILE`` writes the result there (only once it
 is complete) instead of stdout, and ``--glossary FILE`` adds terms. ``--scores`` writes JSON lines
 instead: one per translated segment (source, English, their offsets in the input and output with line breaks as
@@ -40,22 +40,12 @@ from typing import BinaryIO, NoReturn, TextIO
 from handler.api.scores import segment_json
 from handler.config import RuntimeConfig
 from handler.errors import InvalidRequestError, TranslatorError
+from handler.formats import FORMAT_NAMES, FileFormat, FileTranslator, format_for, format_named, translate_file
+from handler.formats.encodings import decode_text
 from handler.model.confidence import ScoredSegment
 from handler.service import StreamEvent, TextTranslation, TranslateOptions, TranslationService
-from handler.storage.files import (
-    DOCUMENT_SUFFIXES,
-    SUBTITLE_SUFFIXES,
-    decode_text,
-    format_for,
-    is_binary,
-    is_subtitles,
-    translate_file_bytes,
-    translate_file_text,
-    translate_text,
-)
 from handler.streaming import StreamedUnit, StreamProgress
 from handler.text.glossary import load_glossary
-from handler.text.markup import FORMATS
 from handler.text.segmentation import Joiner, Segment
 
 PROGRESS_MIN_CHARS = 1_000  # inputs shorter than this finish too fast for a progress bar to help
@@ -110,10 +100,10 @@ def filter_usage_problem(args: argparse.Namespace) -> str | None:
         if args.output is not None:
             return "--lines writes each line's English to stdout as it goes, never to -o: redirect stdout instead"
     if args.stream:
-        fmt = args.format or format_for(args.file)
-        if fmt != "text":
+        fmt = file_format(args)
+        if fmt.name != "text":
             return (
-                f"--stream writes plain text sentence by sentence; {fmt} output is written whole, once complete: "
+                f"--stream writes plain text sentence by sentence; {fmt.name} output is written whole, once complete: "
                 "drop --stream (or give --format text to translate the file as plain text)"
             )
         if args.output is not None:
@@ -126,21 +116,23 @@ def translate_command(args: argparse.Namespace) -> int:
 
     if args.lines:
         return _translate_lines(args)
-    fmt = args.format or format_for(args.file)
-    if args.scores and (is_subtitles(fmt) or is_binary(fmt)):
+    fmt = file_format(args)
+    if args.scores and fmt.service_format is None:
         raise InvalidRequestError(
             "--scores is for text, HTML and Markdown; subtitles and Word documents are translated without it"
         )
-    if is_binary(fmt) and args.output is None and sys.stdout.isatty():
+    if fmt.binary and args.output is None and sys.stdout.isatty():
         raise InvalidRequestError(
-            f"refusing to write a binary {fmt} file to the terminal: redirect stdout (> report.en.docx) or use -o FILE"
+            f"refusing to write a binary {fmt.name} file to the terminal: redirect stdout (> report.en.docx) or use "
+            "-o FILE"
         )
-    options = _options(args, "text" if is_subtitles(fmt) or is_binary(fmt) else fmt)
+    options = _options(args, fmt.service_format or "text")
     data = _read_input(args.file, sys.stdin.buffer)
     name = "stdin" if args.file == "-" else args.file
-    if is_binary(fmt):
+    if fmt.binary:
         return _translate_binary(args, data, name, fmt, options)
-    text, _encoding = decode_text(data, name)
+    source = fmt.read(data, name)
+    text = source.text
     service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
     bar = ProgressBar(sys.stderr) if len(text) >= PROGRESS_MIN_CHARS and not args.quiet else None
     if args.stream:
@@ -150,16 +142,15 @@ def translate_command(args: argparse.Namespace) -> int:
     try:
         if args.scores:
             detail = service.translate_document_detailed(text.replace("\r\n", "\n"), options, progress=bar)
-        elif is_subtitles(fmt):  # cue text translated, everything else byte for byte (handler.text.subtitles)
-            translation = translate_file_text(service, text, fmt, options, name=args.file, progress=bar)
-        else:
-            translation = translate_text(service, text, options, progress=bar)
+        else:  # in its format: markup kept, or (subtitles) cue text translated and everything else byte for byte
+            translator = FileTranslator(service, options, progress=bar)
+            translation = fmt.translate(source, translator).decode("utf-8")
     finally:
         if bar is not None:
             bar.finish()
     if args.scores:
         return _write_scores(detail, args.output)
-    if translation and not translation.endswith("\n") and not is_subtitles(fmt):
+    if translation and not translation.endswith("\n") and fmt.service_format is not None:
         translation += "\n"
     return _write_output(args.output, translation.encode("utf-8"))
 
@@ -308,8 +299,16 @@ def _scores_summary(detail: TextTranslation) -> str:
     return json.dumps(summary, ensure_ascii=False) + "\n"
 
 
-def _translate_binary(args: argparse.Namespace, data: bytes, name: str, fmt: str, options: TranslateOptions) -> int:
-    """A Word document: bytes in, bytes out (``translate_file_bytes``); the progress bar only for long ones."""
+def file_format(args: argparse.Namespace) -> FileFormat:
+    """The input's format: ``--format``, else its suffix's (``handler.formats``, as for uploads and the APIs)."""
+    return format_named(args.format) if args.format else format_for(args.file)
+
+
+def _translate_binary(
+    args: argparse.Namespace, data: bytes, name: str, fmt: FileFormat, options: TranslateOptions
+) -> int:
+    """A Word document: bytes in, bytes out (``handler.formats.translate_file``); the progress bar only for long
+    ones."""
     from handler import coldstart
 
     service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
@@ -320,7 +319,7 @@ def _translate_binary(args: argparse.Namespace, data: bytes, name: str, fmt: str
             bar(done, total)
 
     try:
-        payload, _encoding = translate_file_bytes(service, data, name, options, progress=progress, fmt=fmt)
+        payload = translate_file(data, name, service, options, progress=progress, file_format=fmt).data
     finally:
         if bar is not None:
             bar.finish()
@@ -394,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     translate.add_argument(
         "--format",
-        choices=(*FORMATS, *SUBTITLE_SUFFIXES.values(), *DOCUMENT_SUFFIXES.values()),
+        choices=FORMAT_NAMES,
         default=None,
         help="text, html, markdown, srt, vtt or docx (default: by the file's suffix, .html/.htm, .md/.markdown, "
         ".srt, .vtt, .docx; stdin: text)",

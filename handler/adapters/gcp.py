@@ -54,7 +54,8 @@ from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
 from handler.errors import InvalidRequestError, RequestTooLargeError
 from handler.storage.bulk import BulkError
-from handler.storage.documents import documents_for, handle_storage_object
+from handler.storage.dispatch import handle_object_event
+from handler.storage.documents import documents_for
 from handler.storage.events import storage_object
 from handler.storage.object_store import GcsStore
 from handler.storage.retry import RetryingStore, RetryPolicy, TransientAware
@@ -121,7 +122,7 @@ class GcpAdapter:
         chunks = ClosedByTheServer(until_peer_closes(response.stream, client_socket(request.environ)), response.stream)
         return flask.Response(chunks, status=response.status, headers=response.headers, direct_passthrough=True)
 
-    def handle_storage_event(self, event_type: str, data: Any) -> dict[str, str] | None:
+    def handle_storage_event(self, event_type: str, data: Any) -> dict[str, str | int] | None:
         arrived = time.monotonic()
         if event_type != STORAGE_FINALIZED:
             logger.warning("ignoring CloudEvent of type %s; this function translates %s", event_type, STORAGE_FINALIZED)
@@ -131,7 +132,7 @@ class GcpAdapter:
         service = self.startup.require_service()
         source = storage_object(data)
         store = RetryingStore(self.store, deadline, self.retry)
-        return handle_storage_object(store, source, service, config, deadline=deadline)
+        return handle_object_event(store, source, service, config, deadline=deadline)
 
     def handle_part_event(self, event_type: str, data: Any) -> dict[str, Any] | None:
         """A finalize event of the output bucket: a fan-out part is translated, anything else ignored."""

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from functools import partial
 
 from handler.errors import InvalidRequestError, TranslatorError
+from handler.formats.base import FileTranslator, TextFormat
+from handler.text.parts import Part, plan_parts_at
 from handler.text.spans import has_chinese
 
 SUBTITLE_FORMATS = ("srt", "vtt")
@@ -446,3 +448,32 @@ def part_cuts(track: Track) -> list[tuple[int, int]]:
         if before[index] is None or after[index + 1] is None or before[index] != after[index + 1]:
             cuts.append((track.blocks[index][1], track.blocks[index + 1][0]))
     return cuts
+
+
+class Subtitles(TextFormat):
+    """SubRip (``.srt``) or WebVTT (``.vtt``): cue text translated sentence by sentence across cues, numbers,
+    timings, settings and headers kept; the fan-out cuts only between cues no sentence runs across, and a WebVTT
+    part after the first is a fragment (no header)."""
+
+    def __init__(self, name: str, suffix: str, content_type: str) -> None:
+        self.name = name
+        self.suffixes = (suffix,)
+        self.content_type = content_type
+
+    @property
+    def service_format(self) -> str | None:
+        return None
+
+    def translate_text(self, text: str, translator: FileTranslator, name: str) -> str:
+        return translate_subtitles(translator.lines, text, self.name, name=name)
+
+    def cut(self, text: str, max_chars: int, name: str) -> tuple[str, list[Part]] | None:
+        # a corrupt file is refused here, before anything is planned
+        return plan_parts_at(text, max_chars, part_cuts(parse_track(text, self.name, name=name)))
+
+    def translate_part(self, text: str, index: int, translator: FileTranslator) -> str:
+        return translate_subtitles(translator.lines, text, self.name, fragment=index > 0)
+
+
+SRT = Subtitles("srt", ".srt", "application/x-subrip; charset=utf-8")
+VTT = Subtitles("vtt", ".vtt", "text/vtt; charset=utf-8")

@@ -1,6 +1,6 @@
 """Word documents (``.docx``): translate the text, keep everything else, formatting runs mapped onto the English.
 
-A ``.docx`` is a zip of XML parts. ``read_word_document`` opens it (``python-docx``'s package reader checks that it
+A ``.docx`` is a zip of XML parts. ``read_word_file`` opens it (``python-docx``'s package reader checks that it
 is a Word document and names the parts by content type; anything else is an ``InvalidRequestError`` saying "not a
 Word .docx document: ..."), and collects the **units** to translate: every paragraph (``w:p``) that holds Chinese in
 
@@ -25,7 +25,7 @@ whole, never as half-sentences. Inside a unit, formatting becomes the markup cha
 
 The units, one a line, go to the caller's document translator (``handler.storage.files`` passes the service's
 ``translate_document``, with the file's options, deadline and progress; the fan-out translates the same text in
-parts cut between lines). ``WordDocument.rebuild`` then replaces each unit's runs with runs built from the English,
+parts cut between lines). ``WordFile.rebuild`` then replaces each unit's runs with runs built from the English,
 each carrying a copy of its source run's ``w:rPr``. Paragraphs without Chinese are not touched; a part without a
 translated paragraph, and every part that carries no text (styles, images, settings, relationships...) is copied
 from the source byte for byte. The result is checked before it is returned: its translated parts have the source's
@@ -363,7 +363,7 @@ def _emit_item(
 
 
 @dataclass
-class _TextPart:
+class _TextEntry:
     entry: str  # the zip entry's name
     kind: str
     root: etree._Element
@@ -372,13 +372,13 @@ class _TextPart:
 
 
 @dataclass
-class WordDocument:
+class WordFile:
     """A ``.docx`` read for translation: its units' lines, and ``rebuild`` to put their translations back."""
 
     name: str
     data: bytes
     entries: list[zipfile.ZipInfo]
-    parts: list[_TextPart]
+    parts: list[_TextEntry]
     _rebuilt: bool = False
 
     @property
@@ -407,14 +407,14 @@ class WordDocument:
         return self.rebuild(output)
 
     def rebuild(self, translations: Sequence[str]) -> bytes:
-        """The ``.docx`` with each unit's runs rebuilt from its translation (once per ``WordDocument``)."""
+        """The ``.docx`` with each unit's runs rebuilt from its translation (once per ``WordFile``)."""
         units = self.units
         if len(translations) != len(units):
             raise TranslatorError(
                 f"the translation of {self.name} has {len(translations)} paragraphs, not {len(units)}"
             )
         if self._rebuilt:
-            raise RuntimeError("a WordDocument is rebuilt once; read the document again")
+            raise RuntimeError("a WordFile is rebuilt once; read the document again")
         self._rebuilt = True
         before = {part.entry: structure_of(part.root) for part in self.parts if part.units}
         for unit, english in zip(units, translations, strict=True):
@@ -467,7 +467,7 @@ def _refuse(name: str, reason: str) -> InvalidRequestError:
     return InvalidRequestError(f"not a Word .docx document: {name} {reason}; send a .docx saved by Word or LibreOffice")
 
 
-def read_word_document(data: bytes, *, name: str = "the file") -> WordDocument:
+def read_word_file(data: bytes, *, name: str = "the file") -> WordFile:
     """``data`` read for translation; ``InvalidRequestError`` ("not a Word .docx document: ...") if it is not one."""
     if not isinstance(data, bytes | bytearray):
         raise InvalidRequestError(f"{name}: a .docx is bytes; got {type(data).__name__}")
@@ -490,7 +490,7 @@ def read_word_document(data: bytes, *, name: str = "the file") -> WordDocument:
             raise _refuse(name, f"is a damaged zip archive (entry {bad} fails its checksum)")
         kinds = _text_part_entries(data, name)
         names = {info.filename: info.filename for info in entries}
-        parts: list[_TextPart] = []
+        parts: list[_TextEntry] = []
         for entry, kind in kinds:
             found = names.get(entry)
             if found is None:
@@ -500,7 +500,7 @@ def read_word_document(data: bytes, *, name: str = "the file") -> WordDocument:
                 root = etree.fromstring(raw, _parser())
             except etree.XMLSyntaxError as error:
                 raise _refuse(name, f"has a damaged part {entry} ({error})") from None
-            parts.append(_TextPart(found, kind, root, raw.lstrip().startswith(b"<?xml")))
+            parts.append(_TextEntry(found, kind, root, raw.lstrip().startswith(b"<?xml")))
     parts.sort(key=lambda part: (_PART_ORDER.index(part.kind), _natural(part.entry)))
     for part in parts:
         fields = _FieldState()
@@ -508,7 +508,7 @@ def read_word_document(data: bytes, *, name: str = "the file") -> WordDocument:
             unit = _unit(paragraph, _paragraph_items(paragraph, fields), name)
             if unit is not None:
                 part.units.append(unit)
-    return WordDocument(name, data, entries, parts)
+    return WordFile(name, data, entries, parts)
 
 
 def _natural(entry: str) -> tuple[str, int]:
@@ -538,15 +538,15 @@ def _text_part_entries(data: bytes, name: str) -> list[tuple[str, str]]:
     return found
 
 
-def iter_text_parts(data: bytes) -> Iterator[tuple[str, str, etree._Element]]:
+def iter_text_entries(data: bytes) -> Iterator[tuple[str, str, etree._Element]]:
     """``(zip entry, kind, root)`` of each translated part of a ``.docx`` (for tests and the fidelity report)."""
-    document = read_word_document(data)
+    document = read_word_file(data)
     for part in document.parts:
         yield part.entry, part.kind, part.root
 
 
-def translate_word_document(translate_document: Callable[[str], str], data: bytes, *, name: str = "the file") -> bytes:
+def translate_word_file(translate_document: Callable[[str], str], data: bytes, *, name: str = "the file") -> bytes:
     """The ``.docx`` ``data`` with its text in English and everything else as it was (see the module's docstring).
 
     ``translate_document`` translates a text of one paragraph a line into as many lines."""
-    return read_word_document(data, name=name).translate(translate_document)
+    return read_word_file(data, name=name).translate(translate_document)

@@ -40,6 +40,7 @@ Two backends:
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 import json
@@ -50,32 +51,23 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import asdict, dataclass, field, fields
+from typing import Protocol
 
-from handler.config import (
-    ENV_DOCUMENT_BUCKET,
-    ENV_MAX_FILE_BYTES,
-    ENV_OUTPUT_BUCKET,
-    RuntimeConfig,
-)
-from handler.errors import (
-    ConfigurationError,
-    InvalidRequestError,
-    RequestTooLargeError,
-    TranslatorError,
+from handler.config import ENV_DOCUMENT_BUCKET, ENV_OUTPUT_BUCKET, RuntimeConfig
+from handler.errors import ConfigurationError, InvalidRequestError, RequestTooLargeError, TranslatorError
+from handler.formats import (
+    FileFormat,
+    accepted_format,
+    check_size,
+    content_type_for,
+    format_for,
+    suffix_of,
+    translate_file,
 )
 from handler.service import TranslateOptions, TranslationService
-from handler.storage import files
-from handler.storage.bulk import JobLayout, handle_object_event, job_id, read_progress
-from handler.storage.files import (
-    FILE_SUFFIXES,
-    UploadRefusedError,
-    decode_text,
-    format_for,
-    plan_output,
-    translate_file_bytes,
-)
+from handler.storage.bulk import JobLayout, job_id, read_progress
+from handler.storage.files import UploadRefusedError, plan_output
 from handler.storage.object_store import ObjectRef, VersionedStore
 from handler.storage.state import StateLocation, StateStore
 
@@ -130,7 +122,7 @@ class DocumentUpload:
 
     name: str  # the file name the client gave (its suffix chooses the format)
     data: bytes
-    options: Mapping[str, Any] = field(default_factory=dict)  # TranslateOptions values as JSON (source, glossary)
+    options: Mapping[str, object] = field(default_factory=dict)  # TranslateOptions values as JSON (source, glossary)
     target: str = "EN-US"
     formality: str | None = None
 
@@ -167,50 +159,71 @@ class DocumentJobs(Protocol):
     def state(self) -> StateLocation: ...
 
 
-def suffix_of(name: str) -> str:
-    dot = name.rfind(".")
-    return name[dot:].lower() if dot > 0 or (dot == 0 and len(name) > 1) else ""
-
-
-def check_upload(upload: DocumentUpload, config: RuntimeConfig) -> str:
-    """The upload's suffix; ``InvalidRequestError`` / ``RequestTooLargeError`` saying what is allowed."""
-    suffix = suffix_of(upload.name)
-    if suffix not in FILE_SUFFIXES:
-        shown = f"{suffix!r}" if suffix else "no suffix"
-        raise InvalidRequestError(
-            f"{upload.name!r} has {shown}; this server translates documents with the suffixes "
-            f"{', '.join(FILE_SUFFIXES)}"
-        )
-    if len(upload.data) > config.max_file_bytes:
-        raise RequestTooLargeError(
-            f"{upload.name!r} is {len(upload.data):,} bytes; the limit is {config.max_file_bytes:,} "
-            f"({ENV_MAX_FILE_BYTES})"
-        )
+def check_upload(upload: DocumentUpload, config: RuntimeConfig) -> FileFormat:
+    """The upload's format; ``InvalidRequestError`` / ``RequestTooLargeError`` saying what is allowed."""
+    fmt = accepted_format(upload.name)
+    check_size(len(upload.data), config.max_file_bytes, repr(upload.name))
     if not upload.data:
         raise InvalidRequestError(f"{upload.name!r} is empty; upload a document with text to translate")
     TranslateOptions.from_stored(upload.options)  # InvalidRequestError now rather than an error status later
-    return suffix
-
-
-def content_type_for(name: str) -> str:
-    """What a translation of the file ``name`` is served as: its format's content type."""
-    return files.content_type_for(format_for(name))
+    return fmt
 
 
 def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _json(payload: Mapping[str, Any]) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")
-
-
-def _characters(data: bytes, name: str) -> int | None:
-    """The characters a text document bills (None for a format that is not text, or data that is not)."""
+def _characters(fmt: FileFormat, data: bytes, name: str) -> int | None:
+    """The characters a text document bills (None for a binary format, or data its format cannot read)."""
+    if fmt.binary:
+        return None
     try:
-        return len(decode_text(data, name)[0])
+        return fmt.read(data, name).characters
     except InvalidRequestError:
         return None
+
+
+@dataclass
+class DocumentRecord:
+    """``documents/<id>.json``: one document's name, sizes, status, times and the options its translation applies;
+    reads and writes itself as JSON. Only the key's SHA-256 is kept."""
+
+    id: str
+    key_sha256: str
+    name: str
+    suffix: str
+    bytes: int
+    characters: int | None
+    created: float
+    status: str
+    options: dict[str, object]
+    target: str
+    formality: str | None
+    job: str | None = None  # the fan-out's job id, should the upload event plan one (buckets)
+    started: float | None = None
+    finished: float | None = None
+    downloaded: float | None = None
+    encoding: str | None = None
+    error: str | None = None  # why it could not be translated (status "error")
+    last_error: str | None = None  # an invocation's failure the platform retries
+    format: int = RECORD_FORMAT
+
+    def to_json(self) -> builtins.bytes:
+        record = {name: value for name, value in asdict(self).items() if value is not None or name in _ALWAYS}
+        return json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, data: builtins.bytes) -> DocumentRecord:
+        record = json.loads(data)
+        known = {f.name for f in fields(cls)}
+        return cls(**{name: value for name, value in record.items() if name in known})
+
+    def since(self) -> float:
+        """When its translation began (or, before, when it was uploaded)."""
+        return self.started or self.created
+
+
+_ALWAYS = {"characters", "formality"}  # written as null when unknown, as records always had them
 
 
 def _remaining(characters: int | None, done: int, elapsed: float) -> int:
@@ -229,38 +242,38 @@ class _Records:
     def ref(self, document_id: str) -> ObjectRef:
         return self.location.ref(f"{DOCUMENTS_DIR}{document_id}.json")
 
-    def create(self, record: dict[str, Any]) -> None:
-        if not self.location.store.write_if(self.ref(record["id"]), _json(record), {}, None, RECORD_CONTENT_TYPE):
-            raise TranslatorError(f"document id {record['id']} exists already")  # 128 random bits: never
+    def create(self, record: DocumentRecord) -> None:
+        if not self.location.store.write_if(self.ref(record.id), record.to_json(), {}, None, RECORD_CONTENT_TYPE):
+            raise TranslatorError(f"document id {record.id} exists already")  # 128 random bits: never
 
-    def load(self, document_id: str) -> dict[str, Any] | None:
+    def load(self, document_id: str) -> DocumentRecord | None:
         if not ID_PATTERN.fullmatch(document_id):
             return None
         found = self.location.store.read_versioned(self.ref(document_id))
-        return None if found is None else dict(json.loads(found.data))
+        return None if found is None else DocumentRecord.from_json(found.data)
 
-    def checked(self, document_id: str, document_key: str) -> dict[str, Any]:
+    def checked(self, document_id: str, document_key: str) -> DocumentRecord:
         """The record, if ``document_key`` is its key."""
         record = self.load(document_id)
         if record is None:
             raise DocumentNotFoundError(
                 f"document {document_id!r} not found: it was never uploaded here, has expired, or its id is mistyped"
             )
-        if not hmac.compare_digest(_digest(document_key or "").encode(), str(record["key_sha256"]).encode()):
+        if not hmac.compare_digest(_digest(document_key or "").encode(), str(record.key_sha256).encode()):
             raise DocumentKeyError(f"the document_key is not the key of document {document_id}")
         return record
 
-    def update(self, document_id: str, change: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+    def update(self, document_id: str, change: Callable[[DocumentRecord], bool]) -> DocumentRecord | None:
         """Apply ``change`` (True: it changed the record) atomically; the record as stored (None: there is none)."""
         ref = self.ref(document_id)
         for _ in range(MAX_SWAP_ATTEMPTS):
             found = self.location.store.read_versioned(ref)
             if found is None:
                 return None
-            record = dict(json.loads(found.data))
+            record = DocumentRecord.from_json(found.data)
             if not change(record):
                 return record
-            if self.location.store.write_if(ref, _json(record), {}, found.version, RECORD_CONTENT_TYPE):
+            if self.location.store.write_if(ref, record.to_json(), {}, found.version, RECORD_CONTENT_TYPE):
                 return record
         raise TranslatorError(f"the record of document {document_id} changed {MAX_SWAP_ATTEMPTS} times meanwhile")
 
@@ -268,11 +281,14 @@ class _Records:
         """Move a done record to downloaded; False when another download got there first."""
         won = False
 
-        def downloaded(record: dict[str, Any]) -> bool:
+        def downloaded(record: DocumentRecord) -> bool:
             nonlocal won
-            if record["status"] != DONE:
+            if record.status != DONE:
                 return False
-            record.update(status=DOWNLOADED, downloaded=time.time(), name="", options={})
+            record.status = DOWNLOADED
+            record.downloaded = time.time()
+            record.name = ""
+            record.options = {}
             won = True
             return True
 
@@ -280,38 +296,35 @@ class _Records:
         return won
 
 
-def _new_record(upload: DocumentUpload, suffix: str, **extra: Any) -> tuple[dict[str, Any], str]:
-    document_id = secrets.token_hex(16).upper()
+def _new_record(upload: DocumentUpload, fmt: FileFormat) -> tuple[DocumentRecord, str]:
     key = secrets.token_urlsafe(32)
-    record = {
-        "format": RECORD_FORMAT,
-        "id": document_id,
-        "key_sha256": _digest(key),
-        "name": upload.name,
-        "suffix": suffix,
-        "bytes": len(upload.data),
-        "characters": _characters(upload.data, upload.name),
-        "created": time.time(),
-        "status": QUEUED,
-        "options": dict(upload.options),
-        "target": upload.target,
-        "formality": upload.formality,
-        **extra,
-    }
+    record = DocumentRecord(
+        id=secrets.token_hex(16).upper(),
+        key_sha256=_digest(key),
+        name=upload.name,
+        suffix=suffix_of(upload.name),
+        bytes=len(upload.data),
+        characters=_characters(fmt, upload.data, upload.name),
+        created=time.time(),
+        status=QUEUED,
+        options=dict(upload.options),
+        target=upload.target,
+        formality=upload.formality,
+    )
     return record, key
 
 
-def _status_of(record: dict[str, Any]) -> DocumentStatus:
-    status = record["status"]
+def _status_of(record: DocumentRecord) -> DocumentStatus:
+    status = record.status
     if status == DOWNLOADED:
         raise DocumentNotFoundError(
-            f"document {record['id']} was downloaded already; a translation is deleted after its first download"
+            f"document {record.id} was downloaded already; a translation is deleted after its first download"
         )
     if status == ERROR:
-        return DocumentStatus(record["id"], ERROR, error_message=str(record.get("error") or "translation failed"))
+        return DocumentStatus(record.id, ERROR, error_message=str(record.error or "translation failed"))
     if status == DONE:
-        return DocumentStatus(record["id"], DONE, 0, record.get("characters"))
-    return DocumentStatus(record["id"], status, _remaining(record.get("characters"), 0, 0))
+        return DocumentStatus(record.id, DONE, 0, record.characters)
+    return DocumentStatus(record.id, status, _remaining(record.characters, 0, 0))
 
 
 def _not_ready(status: DocumentStatus) -> TranslatorError:
@@ -380,14 +393,14 @@ class LocalDocuments:
                 self._records = _Records(self._location())
             return self._records
 
-    def _source(self, record: Mapping[str, Any]) -> ObjectRef:
-        return self.state().ref(f"{DOCUMENTS_DIR}{record['id']}/source{record['suffix']}")
+    def _source(self, record: DocumentRecord) -> ObjectRef:
+        return self.state().ref(f"{DOCUMENTS_DIR}{record.id}/source{record.suffix}")
 
-    def _result(self, record: Mapping[str, Any]) -> ObjectRef:
-        return self.state().ref(f"{DOCUMENTS_DIR}{record['id']}/result{record['suffix']}")
+    def _result(self, record: DocumentRecord) -> ObjectRef:
+        return self.state().ref(f"{DOCUMENTS_DIR}{record.id}/result{record.suffix}")
 
     def create(self, upload: DocumentUpload) -> DocumentHandle:
-        suffix = check_upload(upload, self.config)
+        fmt = check_upload(upload, self.config)
         self._service()  # ModelUnavailableError now rather than an error status later
         self._start_worker()
         self._purge_expired()
@@ -395,24 +408,24 @@ class LocalDocuments:
             raise DocumentQueueFullError(
                 f"{self._queue.maxsize} documents are waiting to be translated; try again in a minute"
             )
-        record, key = _new_record(upload, suffix)
+        record, key = _new_record(upload, fmt)
         store = self.state().store
         store.write_if(self._source(record), upload.data, {}, None, content_type_for(upload.name))
         self.records.create(record)
         try:
-            self._queue.put_nowait(record["id"])
+            self._queue.put_nowait(record.id)
         except queue.Full:
             self._discard(record)
             raise DocumentQueueFullError(
                 f"{self._queue.maxsize} documents are waiting to be translated; try again in a minute"
             ) from None
-        logger.info("document %s (%s, %s bytes) queued", record["id"], suffix, f"{len(upload.data):,}")
-        return DocumentHandle(record["id"], key)
+        logger.info("document %s (%s, %s bytes) queued", record.id, record.suffix, f"{len(upload.data):,}")
+        return DocumentHandle(record.id, key)
 
     def status(self, document_id: str, document_key: str) -> DocumentStatus:
         record = self.records.checked(document_id, document_key)
         progress = self._progress.get(document_id)
-        if record["status"] == TRANSLATING and progress is not None:
+        if record.status == TRANSLATING and progress is not None:
             done, total, started = progress
             return DocumentStatus(document_id, TRANSLATING, _remaining(total, done, time.monotonic() - started))
         return _status_of(record)
@@ -426,7 +439,7 @@ class LocalDocuments:
         if not self.records.mark_downloaded(document_id):
             raise DocumentNotFoundError(f"document {document_id} was downloaded already, by another request")
         _delete_all(self.state().store, [self._source(record), self._result(record)], document_id)
-        return DocumentResult(data, record["name"], content_type_for(record["name"]))
+        return DocumentResult(data, record.name, content_type_for(record.name))
 
     # --- the worker ---------------------------------------------------------------------------------------------
     def _start_worker(self) -> None:
@@ -444,9 +457,9 @@ class LocalDocuments:
             if "/" in name or not name.endswith(".json"):
                 continue
             record = self.records.load(name[: -len(".json")])
-            if record is not None and record["status"] in (QUEUED, TRANSLATING) and record["id"] not in self._progress:
+            if record is not None and record.status in (QUEUED, TRANSLATING) and record.id not in self._progress:
                 try:
-                    self._queue.put_nowait(record["id"])
+                    self._queue.put_nowait(record.id)
                 except queue.Full:
                     return
 
@@ -463,27 +476,27 @@ class LocalDocuments:
     def _translate(self, document_id: str) -> None:
         started = time.monotonic()
 
-        def begin(record: dict[str, Any]) -> bool:
-            if record["status"] not in (QUEUED, TRANSLATING):
+        def begin(record: DocumentRecord) -> bool:
+            if record.status not in (QUEUED, TRANSLATING):
                 return False
-            record.update(status=TRANSLATING, started=time.time())
+            record.status = TRANSLATING
+            record.started = time.time()
             return True
 
         record = self.records.update(document_id, begin)
-        if record is None or record["status"] != TRANSLATING:
+        if record is None or record.status != TRANSLATING:
             return  # downloaded, expired or finished by another process meanwhile
-        self._progress[document_id] = (0, record.get("characters") or 0, started)
+        self._progress[document_id] = (0, record.characters or 0, started)
 
         def progress(done: int, total: int) -> None:
             self._progress[document_id] = (done, total, started)
 
         try:
             data = self.state().store.read(self._source(record))
-            options = TranslateOptions.from_stored(record.get("options") or {})
-            translated, encoding = translate_file_bytes(
-                self._service(), data, record["name"], options, progress=progress
-            )
-            self.state().store.write_if(self._result(record), translated, {}, None, content_type_for(record["name"]))
+            options = TranslateOptions.from_stored(record.options or {})
+            translated = translate_file(data, record.name, self._service(), options, progress=progress)
+            self.state().store.write_if(self._result(record), translated.data, {}, None, translated.content_type)
+            encoding = translated.source.encoding
         except Exception as error:
             message = _failure_message(error)
             if isinstance(error, TranslatorError):
@@ -494,26 +507,29 @@ class LocalDocuments:
             return
         finally:
             measured = self._progress.pop(document_id, None)
-        characters = record.get("characters")
+        characters = record.characters
         if characters is None and measured is not None:
             characters = measured[1]
 
-        def finish(current: dict[str, Any]) -> bool:
-            if current["status"] != TRANSLATING:  # expired meanwhile, or finished by another process
+        def finish(current: DocumentRecord) -> bool:
+            if current.status != TRANSLATING:  # expired meanwhile, or finished by another process
                 return False
-            current.update(status=DONE, finished=time.time(), encoding=encoding, characters=characters)
+            current.status = DONE
+            current.finished = time.time()
+            current.encoding = encoding
+            current.characters = characters
             return True
 
         self.records.update(document_id, finish)
         logger.info("document %s translated in %.1f s", document_id, time.monotonic() - started)
 
     # --- housekeeping -------------------------------------------------------------------------------------------
-    def _discard(self, record: Mapping[str, Any]) -> None:
+    def _discard(self, record: DocumentRecord) -> None:
         """Delete a document and its record (refused at upload, or expired)."""
         _delete_all(
             self.state().store,
-            [self._source(record), self._result(record), self.records.ref(record["id"])],
-            record["id"],
+            [self._source(record), self._result(record), self.records.ref(record.id)],
+            record.id,
         )
 
     def _purge_expired(self) -> None:
@@ -523,33 +539,20 @@ class LocalDocuments:
             if "/" in name or not name.endswith(".json"):
                 continue
             record = self.records.load(name[: -len(".json")])
-            if record is not None and float(record.get("created", 0)) < horizon and record["id"] not in self._progress:
+            if record is not None and record.created < horizon and record.id not in self._progress:
                 self._discard(record)
 
 
 # --- AWS and GCP: the deployment's buckets and the event path ---------------------------------------------------
-# a suffix the templates' upload triggers do not name, as the one of the same format they do (.htm -> .html)
-SOURCE_SUFFIXES = {".htm": ".html", ".xhtml": ".html", ".markdown": ".md"}
-
-
 def document_source(config: RuntimeConfig, scheme: str, document_id: str, suffix: str) -> ObjectRef:
     """Where an uploaded document waits for its upload event: the document bucket, under the document prefix, with
-    the suffix of its format that the upload triggers name (``SOURCE_SUFFIXES``)."""
-    suffix = SOURCE_SUFFIXES.get(suffix, suffix)
+    its format's first suffix, the one the templates' upload triggers name (``.htm`` -> ``.html``)."""
+    suffix = format_for(suffix).suffixes[0]
     return ObjectRef(scheme, config.document_bucket, f"{config.document_prefix}{document_id}/document{suffix}")
 
 
-_SOURCE_KEY = re.compile(r"(?P<id>[0-9A-F]{32})/document\.[A-Za-z0-9]+")
-
-
-def document_id_of(source: ObjectRef, config: RuntimeConfig) -> str | None:
-    """The document id when ``source`` is a document's source object, else None."""
-    if not config.document_bucket or source.bucket != config.document_bucket:
-        return None
-    if not source.key.startswith(config.document_prefix):
-        return None
-    match = _SOURCE_KEY.fullmatch(source.key[len(config.document_prefix) :])
-    return match["id"] if match else None
+# a document's source key below the document prefix (``document_source``; ``handler.storage.dispatch`` reads it)
+SOURCE_KEY = re.compile(r"(?P<id>[0-9A-F]{32})/document\.[A-Za-z0-9]+")
 
 
 class BucketDocuments:
@@ -580,47 +583,47 @@ class BucketDocuments:
         return _Records(self.state())
 
     def create(self, upload: DocumentUpload) -> DocumentHandle:
-        suffix = check_upload(upload, self.config)
+        fmt = check_upload(upload, self.config)
         service = self._service()
         state = self.state()
-        record, key = _new_record(upload, suffix)
-        source = document_source(self.config, state.store.scheme, record["id"], suffix)
+        record, key = _new_record(upload, fmt)
+        source = document_source(self.config, state.store.scheme, record.id, record.suffix)
         # the fan-out's job id, should the event plan one (the same settings and bundle on every function)
-        record["job"] = job_id(source, upload.data, str(service.info().get("bundle_hash", "")), self.config.part_chars)
+        record.job = job_id(source, upload.data, str(service.info().get("bundle_hash", "")), self.config.part_chars)
         self.records.create(record)
         if not state.store.write_if(source, upload.data, {}, None, content_type_for(upload.name)):
             raise TranslatorError(f"{source} exists already")
-        logger.info("document %s (%s, %s bytes) written to %s", record["id"], suffix, f"{len(upload.data):,}", source)
-        return DocumentHandle(record["id"], key)
+        logger.info(
+            "document %s (%s, %s bytes) written to %s", record.id, record.suffix, f"{len(upload.data):,}", source
+        )
+        return DocumentHandle(record.id, key)
 
-    def _refs(self, record: Mapping[str, Any]) -> tuple[ObjectRef, ObjectRef, JobLayout]:
+    def _refs(self, record: DocumentRecord) -> tuple[ObjectRef, ObjectRef, JobLayout]:
         scheme = self.state().store.scheme
-        source = document_source(self.config, scheme, record["id"], record["suffix"])
-        layout = JobLayout.of(scheme, self.config.output_bucket, self.config.work_prefix, str(record.get("job", "")))
+        source = document_source(self.config, scheme, record.id, record.suffix)
+        layout = JobLayout.of(scheme, self.config.output_bucket, self.config.work_prefix, record.job or "")
         return source, plan_output(source, self.config), layout
 
     def status(self, document_id: str, document_key: str) -> DocumentStatus:
         record = self.records.checked(document_id, document_key)
-        if record["status"] in (ERROR, DOWNLOADED, DONE):
+        if record.status in (ERROR, DOWNLOADED, DONE):
             return _status_of(record)
         store = self.state().store
         _, output, layout = self._refs(record)
         if store.version(output) is not None:
-            return DocumentStatus(document_id, DONE, 0, record.get("characters"))
-        if record.get("job") and store.version(layout.manifest) is not None:
+            return DocumentStatus(document_id, DONE, 0, record.characters)
+        if record.job and store.version(layout.manifest) is not None:
             progress = read_progress(store, layout.manifest)
             if progress.status == "superseded":
                 return DocumentStatus(document_id, ERROR, error_message="the translation was superseded")
-            manifest = json.loads(store.read(layout.manifest))
-            done = sum(part["characters"] for part in manifest["parts"] if part["index"] in progress.done)
-            total = sum(part["characters"] for part in manifest["parts"])
-            elapsed = time.time() - float(record.get("started") or record["created"])
-            return DocumentStatus(document_id, TRANSLATING, _remaining(total, done, elapsed))
-        elapsed = time.time() - float(record.get("started") or record["created"])
+            elapsed = time.time() - record.since()
+            remaining = _remaining(progress.characters, progress.characters_done, elapsed)
+            return DocumentStatus(document_id, TRANSLATING, remaining)
+        elapsed = time.time() - record.since()
         stale_after = 3 * self.config.event_timeout_s  # the first try and the platform's retries
         if elapsed > stale_after:
-            if record["status"] == TRANSLATING:
-                last = record.get("last_error") or "no invocation reported an error"
+            if record.status == TRANSLATING:
+                last = record.last_error or "no invocation reported an error"
                 message = f"the translation did not complete within {stale_after:.0f} s (last error: {last})"
             else:  # no upload event began it: the trigger, or a function that could not start (its log says why)
                 message = (
@@ -628,7 +631,7 @@ class BucketDocuments:
                     "log and its failed-events queue say why"
                 )
             return DocumentStatus(document_id, ERROR, error_message=message)
-        return DocumentStatus(document_id, record["status"], _remaining(record.get("characters"), 0, elapsed))
+        return DocumentStatus(document_id, record.status, _remaining(record.characters, 0, elapsed))
 
     def take_result(self, document_id: str, document_key: str) -> DocumentResult:
         status = self.status(document_id, document_key)
@@ -639,32 +642,35 @@ class BucketDocuments:
         store = self.state().store
         data = store.read(output)
 
-        def done(current: dict[str, Any]) -> bool:
-            if current["status"] in (DONE, DOWNLOADED):
+        def done(current: DocumentRecord) -> bool:
+            if current.status in (DONE, DOWNLOADED):
                 return False
-            current.update(status=DONE, finished=time.time())
+            current.status = DONE
+            current.finished = time.time()
             return True
 
         self.records.update(document_id, done)
         if not self.records.mark_downloaded(document_id):
             raise DocumentNotFoundError(f"document {document_id} was downloaded already, by another request")
         refs = [output, source]
-        if record.get("job"):
+        if record.job:
             refs += [layout.ref(key) for key in _listed(store, layout.bucket, layout.prefix)]
         _delete_all(store, refs, document_id)
-        return DocumentResult(data, record["name"], content_type_for(record["name"]))
+        return DocumentResult(data, record.name, content_type_for(record.name))
+
+
+Outcome = dict[str, str | int]  # an event's outcome, for the logs and the platform (JSON)
 
 
 def translate_document_upload(
     store: VersionedStore,
     source: ObjectRef,
     document_id: str,
-    service: TranslationService,
     config: RuntimeConfig,
-    *,
-    deadline: float | None = None,
-) -> dict[str, Any]:
-    """The upload event of a document's source object: translated with its record's options (fan-out included).
+    translate: Callable[..., Outcome],
+) -> Outcome:
+    """The upload event of a document's source object: ``translate(options=...)`` (the upload's path, fan-out
+    included: ``handler.storage.dispatch.handle_upload``) with its record's options, the record kept up to date.
 
     A failure no retry can mend (a corrupt or binary file) sets the record's status to ``error`` and is not raised
     (the platform would retry it in vain); any other failure is noted in the record and raised, so the platform
@@ -672,20 +678,21 @@ def translate_document_upload(
     """
     records = _Records(StateLocation(store, config.output_bucket, config.state_prefix))  # type: ignore[arg-type]
     record = records.load(document_id)
-    if record is None or record["status"] in (DONE, ERROR, DOWNLOADED):
-        reason = "no record" if record is None else f"the document is {record['status']}"
+    if record is None or record.status in (DONE, ERROR, DOWNLOADED):
+        reason = "no record" if record is None else f"the document is {record.status}"
         logger.info("ignoring the upload event of document %s: %s", document_id, reason)
         return {"source": str(source), "status": "ignored", "reason": reason}
 
-    def begin(current: dict[str, Any]) -> bool:
-        if current["status"] != QUEUED:
+    def begin(current: DocumentRecord) -> bool:
+        if current.status != QUEUED:
             return False
-        current.update(status=TRANSLATING, started=time.time())
+        current.status = TRANSLATING
+        current.started = time.time()
         return True
 
     records.update(document_id, begin)
     try:
-        result = handle_object_event(store, source, service, config, deadline=deadline, options=record.get("options"))
+        result = translate(options=record.options)
     except PERMANENT_ERRORS as error:
         _record_failure(records, document_id, str(error), final=True)
         return {"source": str(source), "status": "failed", "document": document_id, "reason": str(error)}
@@ -696,12 +703,14 @@ def translate_document_upload(
         _record_failure(records, document_id, str(result.get("reason")), final=True)
     elif result.get("status") == "translated":
 
-        def finished(current: dict[str, Any]) -> bool:
-            if current["status"] != TRANSLATING:
+        def finished(current: DocumentRecord) -> bool:
+            if current.status != TRANSLATING:
                 return False
-            current.update(status=DONE, finished=time.time())
-            if current.get("characters") is None and result.get("characters"):
-                current["characters"] = int(result["characters"])
+            current.status = DONE
+            current.finished = time.time()
+            characters = result.get("characters")
+            if current.characters is None and isinstance(characters, int):
+                current.characters = characters
             return True
 
         records.update(document_id, finished)
@@ -709,34 +718,21 @@ def translate_document_upload(
 
 
 def _record_failure(records: _Records, document_id: str, message: str, *, final: bool) -> None:
-    def failed(current: dict[str, Any]) -> bool:
-        if current["status"] in (DONE, DOWNLOADED):
+    def failed(current: DocumentRecord) -> bool:
+        if current.status in (DONE, DOWNLOADED):
             return False
         if final:
-            current.update(status=ERROR, error=message, finished=time.time())
+            current.status = ERROR
+            current.error = message
+            current.finished = time.time()
         else:
-            current["last_error"] = message
+            current.last_error = message
         return True
 
     try:
         records.update(document_id, failed)
     except Exception:  # the event's own failure is what the platform must see
         logger.exception("document %s: could not record its failure", document_id)
-
-
-def handle_storage_object(
-    store: VersionedStore,
-    source: ObjectRef,
-    service: TranslationService,
-    config: RuntimeConfig,
-    *,
-    deadline: float | None = None,
-) -> dict[str, Any]:
-    """What the file adapters do with an "object created" event: a document's source, or any other upload."""
-    document_id = document_id_of(source, config)
-    if document_id is not None:
-        return translate_document_upload(store, source, document_id, service, config, deadline=deadline)
-    return handle_object_event(store, source, service, config, deadline=deadline)
 
 
 # --- what each adapter serves ------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from handler.coldstart import Startup
-from handler.storage.files import translate_text
+from handler.formats.plain_text import translate_text
 from tests.adapters.conftest import REPO_ROOT, RealHttpClient, ServerProcess, free_port, subprocess_env
 
 pytestmark = pytest.mark.slow

@@ -34,11 +34,11 @@ from handler.adapters.local_server import make_server
 from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
 from handler.errors import InvalidRequestError
-from handler.service import TranslateOptions
-from handler.storage.documents import content_type_for
-from handler.storage.files import FILE_SUFFIXES, decode_text, translate_file_bytes
+from handler.formats import FILE_SUFFIXES, content_type_for, translate_file
+from handler.formats.encodings import decode_text
 from handler.formats.subtitles import parse_track
-from handler.formats.word import read_word_document
+from handler.formats.word import read_word_file
+from handler.service import TranslateOptions
 from tests.adapters.conftest import (
     AWS_TEST_ENV,
     MAX_FILE_BYTES,
@@ -86,7 +86,7 @@ def book(characters: int) -> str:
 def billed(name: str, data: bytes) -> int | None:
     """The characters a document bills: its text's (a Word document: the characters of the paragraphs translated)."""
     if name.endswith(".docx"):
-        return read_word_document(data).characters
+        return read_word_file(data).characters
     try:
         return len(decode_text(data, name)[0])
     except InvalidRequestError:
@@ -94,7 +94,7 @@ def billed(name: str, data: bytes) -> int | None:
 
 
 def expected(startup: Startup, name: str, data: bytes) -> bytes:
-    return translate_file_bytes(startup.require_service(), data, name)[0]
+    return translate_file(data, name, startup.require_service()).data
 
 
 def check_structure(name: str, source: bytes, translated: bytes) -> None:
@@ -181,7 +181,7 @@ def test_a_document_upload_applies_its_stored_glossary(
     # WHEN the deepl client translates it naming the glossary THEN the English carries the glossary's term
     client.translate_document_from_filepath(source, output, source_lang="ZH", target_lang="EN-US", glossary=glossary)
     glossary_entries = TranslateOptions(glossary={"北京": "Peking-Zq"})
-    assert output.read_bytes() == translate_file_bytes(startup.require_service(), data, name, glossary_entries)[0]
+    assert output.read_bytes() == translate_file(data, name, startup.require_service(), glossary_entries).data
     assert b"Peking-Zq" in (
         output.read_bytes() if name.endswith(".srt") else zip_parts(output.read_bytes())["word/document.xml"]
     )
@@ -595,7 +595,8 @@ def test_translated_file_url_keeps_the_forwarded_scheme_host_and_stage(local_url
 # --- the event path applies each document's options (in process, a folder as both buckets) ----------------------
 @pytest.mark.parametrize("characters", [0, 3_000])  # one invocation, and the fan-out
 def test_the_upload_event_applies_the_documents_options(startup: Startup, tmp_path: Path, characters: int) -> None:
-    from handler.storage.documents import BucketDocuments, DocumentUpload, handle_storage_object
+    from handler.storage.dispatch import handle_object_event
+    from handler.storage.documents import BucketDocuments, DocumentUpload
     from handler.storage.folder_store import FolderStore
     from handler.storage.object_store import ObjectRef
 
@@ -608,11 +609,11 @@ def test_the_upload_event_applies_the_documents_options(startup: Startup, tmp_pa
     handle = jobs.create(DocumentUpload("ai.txt", text.encode("utf-8"), {"source": "auto", "glossary": glossary}))
     assert jobs.status(handle.document_id, handle.document_key).status == "queued"
     source = ObjectRef("file", "in", f"_documents/{handle.document_id}/document.txt")
-    first = handle_storage_object(store, source, service, config)
+    first = handle_object_event(store, source, service, config)
     for key in store.list_keys("out", "_bulk/"):
         if "/parts/" in key:
             assert jobs.status(handle.document_id, handle.document_key).status == "translating"
-            handle_storage_object(store, ObjectRef("file", "out", key), service, config)
+            handle_object_event(store, ObjectRef("file", "out", key), service, config)
     assert first["status"] == ("planned" if characters else "translated")
     status = jobs.status(handle.document_id, handle.document_key)
     assert status.status == "done" and status.billed_characters == len(text)

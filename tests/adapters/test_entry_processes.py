@@ -18,7 +18,7 @@ import pytest
 from handler.api.router import INTERNAL_ERROR_MESSAGE, HttpApi, HttpRequest
 from handler.coldstart import Startup
 from handler.errors import InvalidRequestError
-from handler.storage.files import translate_text
+from handler.formats.plain_text import translate_text
 from tests.adapters.conftest import (
     AWS_TEST_ENV,
     RicClient,

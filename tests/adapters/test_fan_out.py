@@ -19,17 +19,17 @@ from typing import Any
 import pytest
 
 from handler.coldstart import Startup
+from handler.formats.plain_text import translate_text
 from handler.service import TranslateOptions
 from handler.storage.bulk import (
     MANIFEST_NAME,
     JobLayout,
     assemble,
-    handle_object_event,
     read_progress,
     translate_in_parts,
     translate_part,
 )
-from handler.storage.files import translate_text
+from handler.storage.dispatch import handle_object_event
 from handler.storage.object_store import GcsStore, ObjectRef, S3Store
 from handler.text.parts import plan_parts
 from tests.adapters.conftest import AWS_TEST_ENV, start_functions_framework

@@ -20,7 +20,7 @@ from awslambdaric.lambda_context import LambdaContext
 
 from handler.coldstart import Startup
 from handler.errors import DeadlineExceededError, InvalidRequestError, ModelUnavailableError, RequestTooLargeError
-from handler.storage.files import translate_text
+from handler.formats.plain_text import translate_text
 from handler.storage.object_store import OUTPUT_CONTENT_TYPE, GcsStore, S3Store
 from tests.adapters.conftest import MAX_FILE_BYTES
 

@@ -16,8 +16,9 @@ import pytest
 
 from handler.coldstart import Startup
 from handler.errors import InvalidRequestError
-from handler.storage.bulk import handle_object_event, translate_in_parts
-from handler.storage.files import decode_text, translate_file_text
+from handler.formats import translate_file
+from handler.storage.bulk import translate_in_parts
+from handler.storage.dispatch import handle_object_event
 from handler.storage.object_store import GcsStore, ObjectRef, S3Store
 from tests.adapters.fan_out_platform import WORK_PREFIX
 from tests.adapters.test_cli import run_cli
@@ -47,8 +48,12 @@ def backend(request: pytest.FixtureRequest, entry_modules: dict[str, Any]) -> An
 
 
 def expected(startup: Startup, data: bytes, name: str, fmt: str) -> bytes:
-    text, _ = decode_text(data, name)
-    return translate_file_text(startup.require_service(), text, fmt, name=name).encode("utf-8")
+    assert name.endswith(f".{fmt}")
+    return translate_file(data, name, startup.require_service()).data
+
+
+def translated_text(service: Any, text: str, fmt: str) -> str:
+    return translate_file(text.encode("utf-8"), f"x.{fmt}", service).data.decode("utf-8")
 
 
 @pytest.mark.parametrize("name", list(SAMPLES))
@@ -126,7 +131,7 @@ def test_a_large_srt_fans_out_in_parts_between_sentences(
     service = startup.require_service()
     # the parts' translation is the whole file's: no part boundary fell inside a cue or a sentence
     assert written == translate_in_parts(service, text, PART_CHARS, "srt")
-    assert written == translate_file_text(service, text, "srt")
+    assert written == translated_text(service, text, "srt")
     assert check_translation(text, written, "srt", english=False) == []
 
 
@@ -142,7 +147,7 @@ def test_a_large_vtt_fans_out_and_parts_after_the_first_have_no_header(startup: 
     store = S3Store(s3_client)
     _fan_out(store, bucket, "film.vtt", startup)
     written = store.read(ObjectRef("s3", bucket, "translated/film.vtt")).decode("utf-8")
-    assert written == translate_file_text(startup.require_service(), text, "vtt")
+    assert written == translated_text(startup.require_service(), text, "vtt")
     assert check_translation(text, written, "vtt", english=False) == []
 
 

@@ -17,10 +17,12 @@ import pytest
 
 from handler.coldstart import Startup
 from handler.errors import InvalidRequestError
-from handler.storage.bulk import BulkError, handle_object_event
-from handler.storage.files import DOCX_CONTENT_TYPE, WORD_ENCODING, translate_file_bytes
+from handler.formats import translate_file
+from handler.formats.word import read_word_file
+from handler.formats.word_format import DOCX_CONTENT_TYPE, WORD_ENCODING
+from handler.storage.bulk import BulkError
+from handler.storage.dispatch import handle_object_event
 from handler.storage.object_store import GcsStore, ObjectRef, S3Store
-from handler.formats.word import read_word_document
 from tests.adapters.fan_out_platform import WORK_PREFIX
 from tests.adapters.test_cli import run_cli
 from tests.adapters.test_file_events import GcsBackend, S3Backend
@@ -44,7 +46,7 @@ def backend(request: pytest.FixtureRequest, entry_modules: dict[str, Any]) -> An
 
 
 def expected(startup: Startup, data: bytes, name: str) -> bytes:
-    return translate_file_bytes(startup.require_service(), data, name)[0]
+    return translate_file(data, name, startup.require_service()).data
 
 
 def test_a_docx_upload_is_translated_with_its_structure(backend: Any, startup: Startup) -> None:
@@ -94,7 +96,7 @@ def test_a_large_docx_fans_out_in_parts_between_paragraphs(
     scheme: str, startup: Startup, request: pytest.FixtureRequest
 ) -> None:
     data = long_docx(120)  # ~5,000 characters to translate: at least 4 parts of at most 1,000
-    document = read_word_document(data)
+    document = read_word_file(data)
     assert document.characters > 4 * PART_CHARS
     store, bucket = _store(scheme, request, data)
     config = startup.config.with_overrides(part_chars=PART_CHARS)
@@ -111,7 +113,7 @@ def test_a_large_docx_fans_out_in_parts_between_paragraphs(
     assert [s.get("assembly") for s in statuses].count("assembled") == 1
     written = store.read(ObjectRef(scheme, bucket, "translated/long.docx"))
     # the parts' translation is the whole document's, in one invocation
-    assert written == translate_file_bytes(service, data, "long.docx")[0]
+    assert written == translate_file(data, "long.docx", service).data
     check_translation(data, written, english=False)
 
 

@@ -30,7 +30,7 @@ from awslambdaric.lambda_context import LambdaContext
 
 from handler.coldstart import Startup
 from handler.errors import StorageError
-from handler.storage.files import translate_text
+from handler.formats.plain_text import translate_text
 from handler.storage.object_store import GcsStore, S3Store, StoreTimeouts, s3_client_config
 from handler.storage.retry import RetryPolicy
 from tests.events import GCS_OBJECT_FINALIZED, S3_OBJECT_CREATED, load_event

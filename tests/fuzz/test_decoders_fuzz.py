@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from handler.api.router import HttpApi, HttpRequest
 from handler.coldstart import Startup
 from handler.errors import InvalidRequestError
+from handler.formats.encodings import decode_text
 from handler.storage.events import s3_created_objects, storage_object
-from handler.storage.files import decode_text
 from handler.storage.object_store import ObjectRef
 from tests.fuzz.settings import examples
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_config, shipped_service

@@ -20,20 +20,23 @@ import pytest
 
 from handler.config import RuntimeConfig
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
+from handler.formats import SourceFile
+from handler.formats.plain_text import PLAIN_TEXT
 from handler.service import TranslateOptions, TranslationService
+from handler.storage import bulk
 from handler.storage.bulk import (
     MAX_SWAP_ATTEMPTS,
     BulkError,
     JobLayout,
+    JobManifest,
     Progress,
-    assemble,
-    handle_object_event,
     job_id,
     read_progress,
-    start_job,
     translate_in_parts,
     translate_part,
 )
+from handler.storage.dispatch import handle_object_event
+from handler.storage.files import Upload, plan_output
 from handler.storage.object_store import OUTPUT_CONTENT_TYPE, ObjectRef, VersionedObject
 from handler.text.parts import plan_parts
 from tests.fuzz.shipped import NEEDS_SHIPPED_BUNDLE, shipped_config, shipped_model
@@ -144,6 +147,29 @@ def book(paragraphs: int = 12) -> str:
 
 def config(**overrides: object) -> RuntimeConfig:
     return RuntimeConfig(**{"part_chars": PART_CHARS, "work_prefix": WORK, **overrides})  # type: ignore[arg-type]
+
+
+def start_job(
+    store: MemoryStore,
+    source: ObjectRef,
+    data: bytes,
+    text: str,
+    encoding: str,
+    service: TranslationService,
+    settings: RuntimeConfig,
+) -> dict[str, Any]:
+    """The fan-out's planning of a plain-text upload already read (``bulk.start_job``)."""
+    read = Upload(
+        source, plan_output(source, settings), PLAIN_TEXT, SourceFile(str(source), data, text, encoding, len(text))
+    )
+    cut = PLAIN_TEXT.cut(text, settings.part_chars, str(source))
+    assert cut is not None
+    return dict(bulk.start_job(store, read, cut, service, settings))
+
+
+def assemble(store: MemoryStore, layout: JobLayout, manifest: dict[str, Any]) -> dict[str, Any]:
+    """``bulk.assemble`` of a manifest given as its JSON values."""
+    return dict(bulk.assemble(store, layout, JobManifest.from_json(json.dumps(manifest).encode(), layout.manifest)))
 
 
 def upload(store: MemoryStore, text: str, key: str = "books/long book.txt", bucket: str = "in") -> ObjectRef:
@@ -372,7 +398,16 @@ def test_an_existing_manifest_is_cut_again_with_its_own_part_size(
     manifest = store.json(layout.manifest)
     manifest["part_chars"] = 2000
     _, parts = plan_parts(text, 2000)
-    manifest["parts"] = [{"sha256": __import__("hashlib").sha256(p.text.encode()).hexdigest()} for p in parts]
+    manifest["parts"] = [
+        {
+            "index": index,
+            "key": layout.part(index).key,
+            "sha256": __import__("hashlib").sha256(part.text.encode()).hexdigest(),
+            "characters": len(part.text),
+            "separator": part.separator,
+        }
+        for index, part in enumerate(parts)
+    ]
     store.put(layout.manifest, json.dumps(manifest).encode())
     for index in range(3):
         del store.objects[layout.part(index)]
@@ -468,10 +503,12 @@ def test_an_upload_replaced_by_a_larger_one_between_size_and_read_is_refused(
 
     replacing = Replacing()
     replacing.objects = store.objects
-    with caplog.at_level(logging.ERROR, logger="handler.storage.bulk"), pytest.raises(RequestTooLargeError) as caught:
+    with caplog.at_level(logging.ERROR, logger="handler.storage"), pytest.raises(RequestTooLargeError) as caught:
         handle_object_event(replacing, source, service, config(max_file_bytes=limit))
     size = len(text.encode()) + 20
-    assert str(caught.value) == f"{source} is {size:,} bytes; the limit is {limit:,} (TRANSLATE_MAX_FILE_BYTES)"
+    assert str(caught.value) == (
+        f"{source} is {size:,} bytes; the limit is {limit:,} (TRANSLATE_MAX_FILE_BYTES); nothing was written"
+    )
     assert caplog.records[-1].getMessage() == (
         f"could not translate {source}, nothing was written: RequestTooLargeError: {caught.value}"
     )
@@ -576,8 +613,9 @@ def test_every_part_is_translated_once_and_the_last_assembles_the_output(
     manifest = store.json(layout.manifest)
     assert manifest["done"] == [0, 1, 2] and manifest["status"] == "complete"
     assert store.content_types[layout.manifest] == "application/json"  # still, after the updates
+    characters = sum(entry["characters"] for entry in manifest["parts"])
     assert read_progress(store, layout.manifest) == Progress(
-        job, 3, (0, 1, 2), "complete", "s3://in/translated/books/long book.txt"
+        job, 3, (0, 1, 2), "complete", "s3://in/translated/books/long book.txt", characters, characters
     )
     messages = [record.getMessage() for record in caplog.records]
     assert any(
@@ -595,7 +633,17 @@ def test_progress_while_translating(store: MemoryStore, service: RecordingServic
     layout = layout_of(planned, store, bucket="out")
     translate_part(store, layout, 1, service)
     progress = read_progress(store, layout.manifest)
-    assert progress == Progress(planned["job"], 3, (1,), "translating", "s3://out/translated/books/long book.txt")
+    parts = store.json(layout.manifest)["parts"]
+    expected = Progress(
+        planned["job"],
+        3,
+        (1,),
+        "translating",
+        "s3://out/translated/books/long book.txt",
+        parts[1]["characters"],
+        sum(entry["characters"] for entry in parts),
+    )
+    assert progress == expected and 0 < expected.characters_done < expected.characters
     assert progress.complete is False
     assert Progress("j", 1, (0,), "complete", "x").complete is True
     assert Progress("j", 1, (0,), "superseded", "x").complete is False

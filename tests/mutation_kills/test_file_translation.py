@@ -16,18 +16,12 @@ import pytest
 
 from handler.config import RuntimeConfig
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
+from handler.formats import format_for
+from handler.formats.encodings import decode_text
+from handler.formats.plain_text import translate_text
 from handler.service import TranslateOptions
-from handler.storage.files import (
-    SelfTriggerError,
-    UnsafeKeyError,
-    check_key,
-    decode_text,
-    format_for,
-    handle_upload,
-    plan_output,
-    translate_object,
-    translate_text,
-)
+from handler.storage.dispatch import handle_upload
+from handler.storage.files import SelfTriggerError, UnsafeKeyError, check_key, plan_output, translate_object
 from handler.storage.object_store import ObjectRef
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_service
 
@@ -153,7 +147,7 @@ def test_a_key_decoded_four_times_is_the_limit() -> None:
     ],
 )
 def test_the_format_follows_the_suffix(name: str, fmt: str) -> None:
-    assert format_for(name) == fmt
+    assert format_for(name).name == fmt
 
 
 def test_decoding_messages_name_the_file_and_the_problem() -> None:
@@ -218,7 +212,7 @@ def test_an_object_is_translated_into_its_output_with_metadata(service) -> None:
         "status": "translated",
         "output": str(output),
         "encoding": "UTF-8 with BOM",
-        "characters": str(len(text)),
+        "characters": len(text),
     }
 
 
@@ -305,12 +299,13 @@ def test_refused_uploads_are_reported_and_other_failures_raised(service) -> None
 @needs_shipped_bundle
 def test_each_outcome_is_logged_with_the_object(service, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
     store = DictStore({ref("a.txt"): "你好。".encode(), ref("translated/b.txt"): b"x", ref("bin.txt"): b"\x00"})
-    with caplog.at_level(logging.INFO, logger="handler.storage.files"):
+    with caplog.at_level(logging.INFO, logger="handler.storage"):
         handle_upload(store, ref("a.txt"), service, RuntimeConfig())
         handle_upload(store, ref("translated/b.txt"), service, RuntimeConfig())
         with pytest.raises(InvalidRequestError):
             handle_upload(store, ref("bin.txt"), service, RuntimeConfig())
-    translated, refused, failed = (r for r in caplog.records if r.name == "handler.storage.files")
+    pipeline = ("handler.storage.files", "handler.storage.dispatch")  # the translation, the event's outcome
+    translated, refused, failed = (r for r in caplog.records if r.name in pipeline)
     size = len(store.objects[ref("translated/a.txt")])
     assert translated.levelno == logging.INFO
     assert re.fullmatch(

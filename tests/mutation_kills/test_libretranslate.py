@@ -16,7 +16,7 @@ from handler.api.compat.libretranslate import LANGUAGES, MAX_BODY_BYTES, LibreTr
 from handler.api.messages import HttpRequest, HttpResponse
 from handler.coldstart import Startup
 from handler.errors import DeadlineExceededError, InvalidRequestError, ModelUnavailableError, RequestTooLargeError
-from handler.storage.files import FILE_SUFFIXES
+from handler.formats import FILE_SUFFIXES
 from handler.text.script_conversion import AUTO, HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL
 from tests.fuzz.shipped import NEEDS_SHIPPED_BUNDLE, shipped_config
 from tests.mutation_kills.recording import FORM, JSON, KEY, RecordingService

@@ -7,7 +7,7 @@ import codecs
 import pytest
 
 from handler.errors import InvalidRequestError
-from handler.storage.files import decode_text
+from handler.formats.encodings import decode_text
 
 TEXT = "你好，世界。Hello 😀\n第二行\t末尾"
 

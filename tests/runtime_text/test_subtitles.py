@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from handler.errors import InvalidRequestError
-from handler.storage.files import decode_text, translate_file_text
-from handler.text.parts import plan_parts_at
+from handler.formats import translate_file
+from handler.formats.encodings import decode_text
 from handler.formats.subtitles import (
     CONTINUATION,
     MAX_LINE_CHARS,
@@ -23,6 +23,7 @@ from handler.formats.subtitles import (
     translate_subtitles,
     wrap,
 )
+from handler.text.parts import plan_parts_at
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_service
 from tests.subtitle_samples import SAMPLES, SRT, VTT, check_translation, crlf, long_srt, shape
 
@@ -158,7 +159,7 @@ def test_shipped_model_keeps_every_structural_element(name: str, variant: str) -
     source = crlf(text) if variant == "crlf" else text
     data = (b"\xef\xbb\xbf" if variant == "bom" else b"") + source.encode("utf-8")
     decoded, _ = decode_text(data, name)
-    translation = translate_file_text(shipped_service(), decoded, fmt, name=name)
+    translation = translate_file(decoded.encode("utf-8"), name, shipped_service()).data.decode("utf-8")
     assert check_translation(source, translation, fmt) == []
     assert len(shape(translation, fmt).cues) == len(shape(source, fmt).cues)
 
@@ -172,7 +173,7 @@ def test_shipped_model_in_parts_equals_the_whole_file() -> None:
     assert len(parts) > 2
     translate = service.translate_document
     pieces = [translate_subtitles(translate, p.text, "srt", fragment=i > 0) + p.separator for i, p in enumerate(parts)]
-    assert "".join(pieces) == whole == translate_file_text(service, text, "srt")
+    assert "".join(pieces) == whole == translate_file(text.encode("utf-8"), "x.srt", service).data.decode("utf-8")
     assert check_translation(text, whole, "srt") == []
 
 

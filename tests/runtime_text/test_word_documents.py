@@ -15,17 +15,11 @@ import pytest
 from lxml import etree
 
 from handler.errors import InvalidRequestError, TranslatorError
-from handler.storage.files import (
-    DOCX_CONTENT_TYPE,
-    WORD_ENCODING,
-    content_type_for,
-    format_for,
-    translate_file_bytes,
-    translate_file_text,
-)
+from handler.formats import FORMATS_BY_NAME, content_type_for, format_for, translate_file
 from handler.formats import word as word_documents
+from handler.formats.word import read_word_file, structure_of, translate_word_file
+from handler.formats.word_format import DOCX_CONTENT_TYPE, WORD_ENCODING
 from handler.text.spans import MARKUP_CLOSE, MARKUP_OPEN, MARKUP_STANDALONE
-from handler.formats.word import read_word_document, structure_of, translate_word_document
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_service
 from tests.word_samples import (
     BOLD_PARAGRAPH,
@@ -61,7 +55,7 @@ def _body_paragraphs(data: bytes) -> list[etree._Element]:
 
 # --- units --------------------------------------------------------------------------------------------------------
 def test_every_part_with_text_gives_units_one_paragraph_each() -> None:
-    document = read_word_document(sample_docx())
+    document = read_word_file(sample_docx())
     lines = document.lines
     assert lines[1] == f"{BOLD_SENTENCE[0]}{OPEN}{BOLD_SENTENCE[1]}{CLOSE}{BOLD_SENTENCE[2]}"  # one unit, runs merged
     # the hyperlink and the italic run are each a stretch of their own; the footnote reference stays out (trailing)
@@ -81,7 +75,7 @@ def test_every_part_with_text_gives_units_one_paragraph_each() -> None:
 
 def test_the_bold_word_comes_back_bold_and_the_rest_plain() -> None:
     data = sample_docx()
-    out = translate_word_document(lambda text: text.replace("非常重要", "very important"), data)
+    out = translate_word_file(lambda text: text.replace("非常重要", "very important"), data)
     runs = paragraph_runs(out, BOLD_PARAGRAPH)
     assert runs == [(BOLD_SENTENCE[0], False, False), ("very important", True, False), (BOLD_SENTENCE[2], False, False)]
 
@@ -90,13 +84,13 @@ def test_formatting_follows_the_markup_when_the_translation_moves_it() -> None:
     def reorder(text: str) -> str:  # English puts the bold stretch first
         return text.replace(f"{BOLD_SENTENCE[0]}{OPEN}{BOLD_SENTENCE[1]}{CLOSE}", f"{OPEN}Very{CLOSE} this")
 
-    runs = paragraph_runs(translate_word_document(reorder, sample_docx()), BOLD_PARAGRAPH)
+    runs = paragraph_runs(translate_word_file(reorder, sample_docx()), BOLD_PARAGRAPH)
     assert runs == [("Very", True, False), (" this" + BOLD_SENTENCE[2], False, False)]
 
 
 def test_the_hyperlink_keeps_its_relationship_and_gets_the_english() -> None:
     data = sample_docx()
-    out = translate_word_document(fake_english, data)
+    out = translate_word_file(fake_english, data)
     paragraph = _body_paragraphs(out)[LINK_PARAGRAPH]
     links = paragraph.findall(f"{{{W}}}hyperlink")
     assert len(links) == 1
@@ -113,7 +107,7 @@ def test_the_hyperlink_keeps_its_relationship_and_gets_the_english() -> None:
 
 def test_voids_the_translation_lost_are_put_at_the_end_never_dropped() -> None:
     data = sample_docx()
-    out = translate_word_document(lambda text: _HAN_RUN.sub("en ", text.replace(VOID, "")), data)
+    out = translate_word_file(lambda text: _HAN_RUN.sub("en ", text.replace(VOID, "")), data)
     before, after = shape(_document_xml(data)), shape(_document_xml(out))
     assert Counter(after.elements) == Counter(before.elements)  # every tab, break, field, image still there
     assert sorted(after.kept) == sorted(before.kept)
@@ -124,14 +118,14 @@ def test_voids_the_translation_lost_are_put_at_the_end_never_dropped() -> None:
 
 
 def test_a_translation_that_drops_a_closing_mark_still_keeps_the_text() -> None:
-    out = translate_word_document(lambda text: fake_english(text.replace(CLOSE, "")), sample_docx())
+    out = translate_word_file(lambda text: fake_english(text.replace(CLOSE, "")), sample_docx())
     text = "".join(t for t, _b, _i in paragraph_runs(out, BOLD_PARAGRAPH))
     assert "en" in text and not has_chinese(text)
 
 
 def test_paragraphs_without_chinese_are_untouched() -> None:
     data = sample_docx()
-    out = translate_word_document(fake_english, data)
+    out = translate_word_file(fake_english, data)
 
     def untranslated(document: bytes) -> list[bytes]:
         return [etree.tostring(p) for p in _body_paragraphs(document) if b"Version 2.1" in etree.tostring(p)]
@@ -147,13 +141,13 @@ def test_a_document_without_chinese_comes_back_part_for_part() -> None:
     document.save(buffer)
     data = buffer.getvalue()
     calls: list[str] = []
-    out = translate_word_document(lambda text: calls.append(text) or text, data)
+    out = translate_word_file(lambda text: calls.append(text) or text, data)
     assert calls == [] and zip_parts(out) == zip_parts(data)
 
 
 def test_parts_without_text_are_byte_for_byte_and_the_image_too() -> None:
     data = sample_docx()
-    out = translate_word_document(fake_english, data)
+    out = translate_word_file(fake_english, data)
     before, after = zip_parts(data), zip_parts(out)
     images = [name for name in before if name.startswith("word/media/")]
     assert images and all(after[name] == before[name] == tiny_png() for name in images)
@@ -164,7 +158,7 @@ def test_parts_without_text_are_byte_for_byte_and_the_image_too() -> None:
 
 def test_the_output_keeps_the_zip_entries_and_their_order() -> None:
     data = sample_docx()
-    out = translate_word_document(fake_english, data)
+    out = translate_word_file(fake_english, data)
     with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(io.BytesIO(out)) as target:
         assert [(i.filename, i.compress_type) for i in source.infolist()] == [
             (i.filename, i.compress_type) for i in target.infolist()
@@ -179,7 +173,7 @@ def test_structure_counts_cover_what_must_not_change() -> None:
 
 def test_a_wrong_number_of_translated_lines_is_an_error() -> None:
     with pytest.raises(TranslatorError, match="paragraphs, not"):
-        translate_word_document(lambda text: text + "\nextra", sample_docx())
+        translate_word_file(lambda text: text + "\nextra", sample_docx())
 
 
 def test_a_rebuild_that_lost_an_element_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -193,7 +187,7 @@ def test_a_rebuild_that_lost_an_element_is_refused(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(word_documents._Void, "build", lose_images)
     with pytest.raises(TranslatorError, match="changed the structure of word/document.xml"):
-        translate_word_document(fake_english, sample_docx())
+        translate_word_file(fake_english, sample_docx())
 
 
 # --- refusals -----------------------------------------------------------------------------------------------------
@@ -225,7 +219,7 @@ def test_a_corrupt_or_foreign_file_is_refused_with_a_clear_error(case: str) -> N
     data, pattern = _corrupt_cases()[case]
     calls: list[str] = []
     with pytest.raises(InvalidRequestError, match="not a Word .docx document") as caught:
-        translate_word_document(lambda text: calls.append(text) or text, data, name="report.docx")
+        translate_word_file(lambda text: calls.append(text) or text, data, name="report.docx")
     assert re.search(pattern, str(caught.value)) and "report.docx" in str(caught.value)
     assert calls == []  # refused before any translation
 
@@ -233,14 +227,14 @@ def test_a_corrupt_or_foreign_file_is_refused_with_a_clear_error(case: str) -> N
 def test_a_zip_bomb_is_refused_before_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(word_documents, "MAX_UNCOMPRESSED_BYTES", 10_000)
     with pytest.raises(InvalidRequestError, match="unpacks to"):
-        read_word_document(sample_docx())
+        read_word_file(sample_docx())
 
 
 def test_file_helpers_know_the_format() -> None:
-    assert format_for("s3://b/Report.DOCX") == "docx" and content_type_for("docx") == DOCX_CONTENT_TYPE
-    assert content_type_for("text").startswith("text/plain")
-    with pytest.raises(InvalidRequestError, match="binary docx"):
-        translate_file_text(None, "", "docx")  # type: ignore[arg-type]
+    assert format_for("s3://b/Report.DOCX").name == "docx" and content_type_for("a.docx") == DOCX_CONTENT_TYPE
+    assert content_type_for("a.txt").startswith("text/plain") and FORMATS_BY_NAME["docx"].binary
+    with pytest.raises(InvalidRequestError, match="not a Word .docx document"):
+        format_for("a.docx").read(b"plain text", "a.docx")
 
 
 # --- the shipped model ------------------------------------------------------------------------------------------
@@ -248,9 +242,10 @@ def test_file_helpers_know_the_format() -> None:
 def test_shipped_model_translates_every_part_and_keeps_every_structural_element() -> None:
     data = sample_docx()
     progress: list[tuple[int, int]] = []
-    out, encoding = translate_file_bytes(
-        shipped_service(), data, "report.docx", progress=lambda done, total: progress.append((done, total))
+    translated = translate_file(
+        data, "report.docx", shipped_service(), progress=lambda done, total: progress.append((done, total))
     )
+    out, encoding = translated.data, translated.source.encoding
     assert encoding == WORD_ENCODING and progress and progress[-1][0] == progress[-1][1]
     shapes = check_translation(data, out)  # structure, bytes of the other parts, no Chinese in any text node
     assert {"word/document.xml", "word/footnotes.xml", "word/endnotes.xml", "word/comments.xml"} <= set(shapes)
@@ -279,8 +274,8 @@ def test_shipped_model_translates_every_part_and_keeps_every_structural_element(
 def test_shipped_model_gives_the_same_document_through_the_callable_and_the_file_entry_point() -> None:
     data = sample_docx()
     service = shipped_service()
-    direct = translate_word_document(lambda text: service.translate_document(text), data)
-    through, _ = translate_file_bytes(service, data, "x.docx")
+    direct = translate_word_file(lambda text: service.translate_document(text), data)
+    through = translate_file(data, "x.docx", service).data
     assert zip_parts(direct) == zip_parts(through)
 
 
@@ -294,7 +289,7 @@ ANY_TRANSLATOR: list[Callable[[str], str]] = [_identity, fake_english]
 @pytest.mark.parametrize("translate", ANY_TRANSLATOR)
 def test_translating_twice_the_same_bytes_gives_the_same_output(translate: Callable[[str], str]) -> None:
     data = sample_docx()
-    assert translate_word_document(translate, data) == translate_word_document(translate, data)
+    assert translate_word_file(translate, data) == translate_word_file(translate, data)
 
 
 # --- what Word itself writes -------------------------------------------------------------------------------------
@@ -332,9 +327,9 @@ def test_runs_split_by_editing_sessions_are_one_stretch_and_spell_marks_go() -> 
         + "</w:p>"
     )
     data = _docx_with_body(paragraph)
-    document = read_word_document(data)
+    document = read_word_file(data)
     assert document.lines == ["我们明天去北京。"]  # no markup at all: the model sees the plain sentence
-    out = translate_word_document(lambda text: "We go to Beijing tomorrow.", data)
+    out = translate_word_file(lambda text: "We go to Beijing tomorrow.", data)
     runs = list(_body_paragraphs(out)[0].iter(f"{{{W}}}r"))
     assert ["".join(run.itertext()) for run in runs] == ["We go to Beijing tomorrow."]
     assert runs[0].get(f"{{{W}}}rsidR") == "0001" and not list(_body_paragraphs(out)[0].iter(f"{{{W}}}proofErr"))
@@ -343,8 +338,8 @@ def test_runs_split_by_editing_sessions_are_one_stretch_and_spell_marks_go() -> 
 def test_a_paragraph_all_inside_a_hyperlink_stays_inside_it() -> None:
     link = '<w:hyperlink w:anchor="chapter2">' + _run("第二章", '<w:rStyle w:val="Hyperlink"/>') + "</w:hyperlink>"
     data = _docx_with_body(f"<w:p>{link}</w:p>")
-    assert read_word_document(data).lines == ["第二章"]
-    out = translate_word_document(lambda text: "Chapter two", data)
+    assert read_word_file(data).lines == ["第二章"]
+    out = translate_word_file(lambda text: "Chapter two", data)
     paragraph = _body_paragraphs(out)[0]
     links = paragraph.findall(f"{{{W}}}hyperlink")
     assert len(links) == 1 and links[0].get(f"{{{W}}}anchor") == "chapter2"
@@ -361,8 +356,8 @@ def test_a_field_over_several_paragraphs_is_kept_whole() -> None:
         f"<w:p>{_run('正文从这里开始。')}</w:p>"
     )
     data = _docx_with_body(body)
-    assert read_word_document(data).lines == ["正文从这里开始。"]
-    out = translate_word_document(lambda text: "The text starts here.", data)
+    assert read_word_file(data).lines == ["正文从这里开始。"]
+    out = translate_word_file(lambda text: "The text starts here.", data)
     before, after = _body_paragraphs(data), _body_paragraphs(out)
     assert [etree.tostring(p) for p in after[:3]] == [etree.tostring(p) for p in before[:3]]
     assert "".join(after[3].itertext()) == "The text starts here."
@@ -372,9 +367,9 @@ def test_a_tracked_insertion_and_a_deletion() -> None:
     inserted = f'<w:ins w:id="7" w:author="编辑" w:date="2026-01-01T00:00:00Z">{_run("非常")}</w:ins>'
     deleted = '<w:del w:id="8" w:author="编辑"><w:r><w:delText>有点</w:delText></w:r></w:del>'
     data = _docx_with_body(f"<w:p>{_run('这个方案')}{deleted}{inserted}{_run('好。')}</w:p>")
-    line = read_word_document(data).lines[0]
+    line = read_word_file(data).lines[0]
     assert line == f"这个方案{VOID}{OPEN}非常{CLOSE}好。"  # the deletion is kept as it is, the insertion is a stretch
-    out = translate_word_document(lambda text: f"This plan is {VOID}{OPEN}very{CLOSE} good.", data)
+    out = translate_word_file(lambda text: f"This plan is {VOID}{OPEN}very{CLOSE} good.", data)
     paragraph = _body_paragraphs(out)[0]
     ins = paragraph.find(f"{{{W}}}ins")
     assert ins is not None and ins.get(f"{{{W}}}author") == "编辑" and "".join(ins.itertext()) == "very"
@@ -388,4 +383,4 @@ def test_shipped_model_refuses_a_passed_deadline_before_translating() -> None:
     from handler.errors import DeadlineExceededError
 
     with pytest.raises(DeadlineExceededError):
-        translate_file_bytes(shipped_service(), sample_docx(), "report.docx", deadline=time.monotonic() - 1)
+        translate_file(sample_docx(), "report.docx", shipped_service(), deadline=time.monotonic() - 1)

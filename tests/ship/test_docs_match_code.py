@@ -26,8 +26,8 @@ from handler.adapters import cli
 from handler.api import router
 from handler.api.compat import deepl, libretranslate
 from handler.config import RuntimeConfig
+from handler.formats import FILE_SUFFIXES, format_for
 from handler.service import OPTION_NAMES
-from handler.storage.files import FILE_SUFFIXES, format_for
 from tests.ship.dockerfile_model import REPO_ROOT
 from tests.ship.test_front_door import variables_the_code_reads
 
@@ -528,7 +528,7 @@ def test_a_planted_path_or_module_is_caught() -> None:
     assert path_problems("x.md", "see `tests/ship/test_no_such_file.py`")
     assert path_problems("x.md", "`handler.storage.no_such_module`")
     assert path_problems("x.md", "`handler.storage.files.NO_SUCH_NAME`")
-    assert not path_problems("x.md", "`handler.storage.files.FILE_SUFFIXES` in handler/storage/files.py")
+    assert not path_problems("x.md", "`handler.formats.FILE_SUFFIXES` in handler/formats/__init__.py")
 
 
 _LAYER_ROW = re.compile(r"^\| (?:`(handler/\w+/)`|`handler/` core|core) \| ([^|]*) \|", re.M)

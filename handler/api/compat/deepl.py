@@ -71,6 +71,7 @@ from handler.api.messages import ErrorShape, status_for
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import TranslatorError
+from handler.formats import suffix_of
 from handler.options import TranslateOptions
 from handler.storage.documents import DocumentJobs, DocumentStatus, DocumentUpload, documents_for
 from handler.storage.glossaries import SOURCE_LANG, TARGET_LANG, GlossaryStore
@@ -236,7 +237,7 @@ class DeepLApi:
                 f"(supports_formality is false), so use default, prefer_more or prefer_less, which change nothing",
             )
         output_format = (fields.text("output_format") or "").strip().lower().lstrip(".")
-        suffix = name[name.rfind(".") + 1 :].lower() if "." in name else ""
+        suffix = suffix_of(name).lstrip(".")  # the format is the file name's (handler.formats), as for every file
         if output_format and output_format != suffix:
             raise ApiStatus(
                 400,

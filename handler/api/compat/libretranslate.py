@@ -15,7 +15,7 @@ query string):
 ``GET /frontend/settings``  the character limit, whether a key is required, the default languages, the file formats
 ``POST /translate_file``    multipart ``file``, ``source``, ``target``, ``api_key`` → ``{"translatedFileUrl":
                             "<scheme>://<host>/download_file/<token>-<name>"}``: translated at once, within the
-                            request (``handler.storage.files.translate_file_bytes``; the suffixes of
+                            request (``handler.formats.translate_file``; the suffixes of
                             ``FILE_SUFFIXES``), kept in the state location (``handler.storage.translated_files``)
 ``GET /download_file/<token>-<name>``  that file (Content-Type of its format); the 128-bit token is its credential
 
@@ -51,9 +51,8 @@ from handler.api.messages import ErrorShape, read_json, status_for
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
 from handler.errors import InvalidRequestError, TranslatorError
+from handler.formats import FILE_SUFFIXES, content_type_for, suffix_of, translate_file
 from handler.options import MAX_ALTERNATIVES, TranslateOptions
-from handler.storage.documents import content_type_for, suffix_of
-from handler.storage.files import FILE_SUFFIXES, translate_file_bytes
 from handler.storage.state import StateLocation, local_state
 from handler.storage.translated_files import TranslatedFiles, valid_download_name
 from handler.text.script_conversion import HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL, canonical_variant
@@ -209,10 +208,8 @@ class LibreTranslateApi:
             )
         service = self.startup.require_service()
         deadline = time.monotonic() + config.event_timeout_s - config.deadline_margin_s
-        translated, _encoding = translate_file_bytes(
-            service, uploaded.data, name, TranslateOptions(source=variant), deadline=deadline
-        )
-        download_name = self.files.put(name, translated)
+        translated = translate_file(uploaded.data, name, service, TranslateOptions(source=variant), deadline=deadline)
+        download_name = self.files.put(name, translated.data)
         return {"translatedFileUrl": f"{_base_url(request)}{DOWNLOAD_PREFIX}{download_name}"}
 
     def _download(self, download_name: str) -> HttpResponse:

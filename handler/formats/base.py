@@ -1,0 +1,168 @@
+"""What a file format provides: one small interface, so the upload pipeline, the fan-out, the document APIs and the
+command line never branch on a format.
+
+A format (one module of ``handler.formats`` each: ``plain_text``, ``html``, ``markdown``, ``subtitles``, ``word``)
+declares
+
+* its **name** (the command line's ``--format``, the fan-out manifest's ``file_format``), **suffixes** and the
+  **content type** its translations are served and stored with;
+* how its bytes are **read** (``read``: decoded text, or a binary file parsed; ``InvalidRequestError`` saying why
+  it cannot be) into a ``SourceFile``, whose ``text`` is what the fan-out cuts and ``characters`` what is billed;
+* how a read file is **translated** (``translate``: the translated file's bytes);
+* where its text may be **cut** into parts (``cut``; None: never, the file is translated whole), how one part is
+  translated (``translate_part``) and how the translated parts are **joined** back into a file (``join``).
+
+The size limit is checked once, before a file is read (``handler.formats.read_file``); a format never sees a
+file over it.
+A new format is one new module here that provides a ``FileFormat``, plus its entry in ``handler.formats.FORMATS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from handler.errors import InvalidRequestError
+from handler.formats.encodings import decode_text
+from handler.service import TranslateOptions, TranslationService
+from handler.text.parts import Part
+
+Progress = Callable[[int, int], None]
+
+
+class UnsupportedFormatError(InvalidRequestError):
+    """A file whose suffix names no format the document APIs translate (HTTP 400)."""
+
+    code = "invalid_request"
+
+
+@dataclass(frozen=True)
+class FileTranslator:
+    """How a file's text reaches the service: the service with one file's options, deadline and progress."""
+
+    service: TranslationService
+    options: TranslateOptions | None = None
+    deadline: float | None = None
+    progress: Progress | None = None
+
+    def text(self, text: str, fmt: str) -> str:
+        """``text`` translated whole as ``fmt`` (``text``, ``html``, ``markdown``: markup kept), its line-ending
+        style (LF or CRLF) kept."""
+        crlf = "\r\n" in text
+        options = replace(self.options, format=fmt) if self.options is not None else TranslateOptions(format=fmt)
+        translation = self.service.translate_document(
+            text.replace("\r\n", "\n"), options, deadline=self.deadline, progress=self.progress
+        )
+        return translation.replace("\n", "\r\n") if crlf else translation
+
+    def lines(self, text: str) -> str:
+        """A text of one unit a line (what the structured formats, subtitles and Word, hand over) translated as
+        plain text without scores, into as many lines."""
+        plain = replace(self.options or TranslateOptions(), format="text", scores=False)
+        return self.service.translate_document(text, plain, deadline=self.deadline, progress=self.progress)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file read in its format: its name (for errors), bytes, the text its parts are cut from (a Word file's
+    units, one a line), the source encoding's description, the characters it bills, and what the format parsed
+    (``parsed``: a Word file's ``WordFile``; None for text formats)."""
+
+    name: str
+    data: bytes
+    text: str
+    encoding: str
+    characters: int
+    parsed: object = None
+
+
+class FileFormat(Protocol):
+    @property
+    def name(self) -> str:
+        """The format's name: ``--format``'s value, the fan-out manifest's ``file_format``."""
+        ...
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """The lower-case suffixes of its files, the one it is stored under first."""
+        ...
+
+    @property
+    def content_type(self) -> str:
+        """What a translation in this format is stored and served as."""
+        ...
+
+    @property
+    def service_format(self) -> str | None:
+        """The service's format option (``TranslateOptions.format``: text, html, markdown) a file of this format
+        is translated whole as; None for a format that hands the service its own lines (subtitles, Word), which
+        therefore has no scores and no streamed output."""
+        ...
+
+    @property
+    def binary(self) -> bool:
+        """Whether its translations are bytes no terminal should be shown (a ``.docx``)."""
+        ...
+
+    @property
+    def joins_from_source(self) -> bool:
+        """Whether ``join`` reads the source file again (the fan-out then records and checks its sha256)."""
+        ...
+
+    def read(self, data: bytes, name: str) -> SourceFile:
+        """The file read: decoded or parsed; ``InvalidRequestError`` saying why it cannot be."""
+        ...
+
+    def translate(self, file: SourceFile, translator: FileTranslator) -> bytes:
+        """The translated file's bytes."""
+        ...
+
+    def cut(self, text: str, max_chars: int, name: str) -> tuple[str, list[Part]] | None:
+        """``(lead, parts)`` of at most ``max_chars`` characters where the format allows (see
+        ``handler.text.parts``), or None: files of this format are never cut."""
+        ...
+
+    def translate_part(self, text: str, index: int, translator: FileTranslator) -> str:
+        """Part ``index``'s translation, exactly as the whole file's translation translates that text."""
+        ...
+
+    def join(self, translation: str, source: Callable[[], bytes], name: str) -> bytes:
+        """The translated file from its parts' translations joined in order (``source``: the source file's bytes,
+        read only by a format that ``joins_from_source``)."""
+        ...
+
+
+class TextFormat:
+    """What every text format shares: decoded on reading, encoded as UTF-8, joined by concatenation."""
+
+    name = "text"
+    suffixes: tuple[str, ...] = ()
+    content_type = "text/plain; charset=utf-8"
+    binary = False
+
+    @property
+    def service_format(self) -> str | None:
+        return self.name
+
+    joins_from_source = False
+
+    def read(self, data: bytes, name: str) -> SourceFile:
+        text, encoding = decode_text(data, name)
+        return SourceFile(name, data, text, encoding, len(text))
+
+    def translate(self, file: SourceFile, translator: FileTranslator) -> bytes:
+        return self.translate_text(file.text, translator, file.name).encode("utf-8")
+
+    def translate_text(self, text: str, translator: FileTranslator, name: str) -> str:
+        """A decoded file's translation (the command line and the fan-out hand text)."""
+        return translator.text(text, self.name)
+
+    def cut(self, text: str, max_chars: int, name: str) -> tuple[str, list[Part]] | None:
+        return None
+
+    def translate_part(self, text: str, index: int, translator: FileTranslator) -> str:
+        return self.translate_text(text, translator, f"part {index}")
+
+    def join(self, translation: str, source: Callable[[], bytes], name: str) -> bytes:
+        return translation.encode("utf-8")
