@@ -224,10 +224,6 @@ EQUIVALENT: dict[str, str] = {
         '"\\u003c" -> "\\u003C": JSON hex escapes are case-insensitive, the same character once parsed'
     ),
     "handler.api.page.x_render_page__mutmut_49": '"\\u003e" -> "\\u003E": as above',
-    "handler.api.messages.x_status_for__mutmut_1": (
-        "the fallback 500 -> 501 is unreachable: status_for takes a TranslatorError, and the table's last row is "
-        "TranslatorError"
-    ),
     "handler.api.router.xǁHttpApiǁhandle__mutmut_36": (
         'headers.get("x-forwarded-proto", "") -> default "XXXX": without the header neither is "https"'
     ),
