@@ -67,7 +67,7 @@ def test_ric_translates_an_s3_upload_end_to_end(ric_function: RicFunction, s3_cl
             "status": "translated",
             "output": f"s3://{bucket}/translated/{key}",
             "encoding": "GB18030",
-            "characters": str(len(CHINESE)),
+            "characters": len(CHINESE),
         }
     ]
     stored = s3_client.get_object(Bucket=bucket, Key=f"translated/{key}")

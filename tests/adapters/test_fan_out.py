@@ -24,6 +24,7 @@ from handler.service import TranslateOptions
 from handler.storage.bulk import (
     MANIFEST_NAME,
     JobLayout,
+    JobManifest,
     assemble,
     read_progress,
     translate_in_parts,
@@ -226,7 +227,7 @@ def test_two_invocations_assembling_at_once_write_the_output_once(s3_client: Any
 
     # WHEN the first finishes (and assembles) and the second assembles from its snapshot
     first = translate_part(store, layout, plan["parts"] - 1, service)
-    second = assemble(store, layout, stale)
+    second = assemble(store, layout, JobManifest.from_json(json.dumps(stale).encode(), layout.manifest))
 
     # THEN the output was written once, and the second invocation knows it was
     assert (first["assembly"], second["status"]) == ("assembled", "already assembled")
