@@ -22,9 +22,9 @@ from handler.api.describe import (
     security,
     with_form_variants,
 )
+from handler.formats import FILE_SUFFIXES
 from handler.options import TEXT_END
 from handler.storage.documents import DONE, ERROR, ID_PATTERN, QUEUED, TRANSLATING
-from handler.storage.files import FILE_SUFFIXES
 from handler.storage.glossaries import (
     ENTRIES_FORMATS,
     MAX_ENTRIES,
