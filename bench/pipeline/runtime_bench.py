@@ -293,6 +293,19 @@ def measure_streaming(setup: Setup, args: argparse.Namespace) -> dict[str, Any]:
     )
 
 
+def measure_streaming_on(setups: list[Setup], args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    """``measure_streaming`` on each setup: the figures by model key, and what could not be measured."""
+    streaming, problems = {}, []
+    for setup in setups:
+        print(f"measuring streaming on {setup.title}", flush=True)
+        try:
+            streaming[setup.key] = measure_streaming(setup, args)
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+            problems.append(f"{setup.key}: the streaming figures failed: {error}")
+    problems += [problem for figures in streaming.values() for problem in streaming_bench.missing(figures)]
+    return streaming, problems
+
+
 def streaming_section(
     streaming: dict[str, dict[str, Any]], command: str, started: datetime.datetime, loads: tuple[str, str]
 ) -> list[str]:
@@ -314,15 +327,7 @@ def only_streaming(args: argparse.Namespace, out: Path, command: str, started: d
     start_load = load_average()
     setups = [Setup(key="default", title="shipped default model", bundle_dir=DEFAULT_BUNDLE)]
     csanmt = csanmt_setup(args.work_dir, args.csanmt_bundle, args.csanmt_build)
-    setups += [] if csanmt is None else [csanmt]
-    streaming, problems = {}, []
-    for setup in setups:
-        print(f"measuring streaming on {setup.title}", flush=True)
-        try:
-            streaming[setup.key] = measure_streaming(setup, args)
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
-            problems.append(f"{setup.key}: the streaming figures failed: {error}")
-    problems += [problem for figures in streaming.values() for problem in streaming_bench.missing(figures)]
+    streaming, problems = measure_streaming_on(setups + ([] if csanmt is None else [csanmt]), args)
     lines = streaming_section(streaming, command, started, (start_load, load_average()))
     print("\n".join(lines))
     if problems:
@@ -698,14 +703,8 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
         problems.append(f"the translation memory figures failed: {error}")
 
-    streaming: dict[str, dict[str, Any]] = {}
-    for setup in [default] + ([] if csanmt is None else [csanmt]):
-        print(f"measuring streaming on {setup.title}", flush=True)
-        try:
-            streaming[setup.key] = measure_streaming(setup, args)
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
-            problems.append(f"{setup.key}: the streaming figures failed: {error}")
-    problems += [problem for figures in streaming.values() for problem in streaming_bench.missing(figures)]
+    streaming, streaming_problems = measure_streaming_on([default] + ([] if csanmt is None else [csanmt]), args)
+    problems += streaming_problems
 
     text = document(
         results,
