@@ -10,6 +10,7 @@ from handler.api.describe import (
     FORM,
     JSON,
     MULTIPART,
+    NO_MARKUP_PATTERN,
     file_response,
     head_of,
     path_parameter,
@@ -130,11 +131,15 @@ def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
     string_or_list = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
     text = {"type": "string", "maxLength": config.max_chars}
     texts = {"oneOf": [text, {"type": "array", "items": text, "maxItems": config.max_texts}]}
+    no_markup = {"type": "string", "pattern": NO_MARKUP_PATTERN}
     schemas: dict[str, Any] = {
         "LibreTranslateRequest": {
             "type": "object",
             "required": ["q", "target"],
             "not": {"anyOf": [{"required": ["text"]}, {"required": ["texts"]}]},
+            # html is cut with private-use characters for its tags (handler.text.markup): its texts may not hold them
+            "if": {"required": ["format"], "properties": {"format": {"const": "html"}}},
+            "then": {"properties": {"q": {"oneOf": [no_markup, {"type": "array", "items": no_markup}]}}},
             "properties": {
                 "q": texts,
                 "source": {
