@@ -79,8 +79,7 @@ def handle_upload(
         planned = bulk.fan_out(store, upload, service, config, options)
         if planned is not None:
             return planned
-        chosen = bulk.translate_options(options)
-        return files.translate_upload(store, upload, service, deadline=deadline, options=chosen).summary()
+        return files.translate_whole(store, upload, service, deadline=deadline, options=options)
     except files.UploadRefusedError as error:
         logger.error("%s", error)
         return {"source": str(source), "status": "refused", "reason": str(error)}

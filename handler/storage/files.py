@@ -237,6 +237,20 @@ def translate_upload(
     return result
 
 
+def translate_whole(
+    store: ObjectStore,
+    upload: Upload,
+    service: TranslationService,
+    *,
+    deadline: float | None = None,
+    options: Mapping[str, object] | None = None,
+) -> dict[str, str | int]:
+    """``translate_upload`` with the upload's options as JSON values (``TranslateOptions.from_stored``; None: the
+    defaults), summarised for the logs and the platform."""
+    chosen = TranslateOptions.from_stored(options) if options else None
+    return translate_upload(store, upload, service, deadline=deadline, options=chosen).summary()
+
+
 def translate_object(
     store: ObjectStore,
     source: ObjectRef,
