@@ -27,7 +27,8 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
         "tests/fuzz/test_segmentation_fuzz.py",
         "tests/mutation_kills/test_segmentation.py",
     ],
-    "handler/storage/files.py": [
+    "handler/storage/files.py": ["tests/mutation_kills/test_file_translation.py"],
+    "handler/formats/encodings.py": [
         "tests/mutation_kills/test_file_translation.py",
         "tests/runtime_text/test_file_decoding.py",
         "tests/fuzz/test_decoders_fuzz.py",
