@@ -86,7 +86,7 @@ from handler.errors import (
     UnauthorizedError,
 )
 from handler.service import StreamFinished, TextTranslation, TranslateOptions
-from handler.storage.documents import DocumentJobs, documents_for
+from handler.storage.documents import Documents, documents_for
 from handler.storage.glossaries import GlossaryStore
 from handler.storage.state import StateLocation, local_state
 from handler.text.validation import require_unicode
@@ -136,7 +136,7 @@ class HttpApi:
     def __init__(
         self,
         startup: Startup,
-        documents: DocumentJobs | None = None,
+        documents: Documents | None = None,
         state: StateLocation | Callable[[], StateLocation] | None = None,
     ) -> None:
         """``documents``: where DeepL's document API and LibreTranslate's files live (the adapter's choice,

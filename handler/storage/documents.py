@@ -1,8 +1,9 @@
-"""Document jobs: a whole file uploaded, translated in the background, downloaded once (DeepL's document API).
+"""Documents: a whole file given to DeepL's document API, translated in the background, downloaded once.
 
-Framework-free: ``handler.api.compat.deepl`` maps HTTP to these calls. ``DocumentJobs`` has three operations:
+"Document" means that here (docs/architecture.md, Words); the fan-out's "jobs" are ``handler.storage.bulk``'s.
+Framework-free: ``handler.api.compat.deepl`` maps HTTP to these calls. ``Documents`` has three operations:
 
-* ``create(upload)`` checks the file (its suffix must be one of ``handler.storage.files.FILE_SUFFIXES``: else
+* ``create(upload)`` checks the file (its suffix must name a format, ``handler.formats.accepted_format``: else
   ``InvalidRequestError`` listing them; over ``TRANSLATE_MAX_FILE_BYTES``: ``RequestTooLargeError``; empty:
   ``InvalidRequestError``), stores it and its record and starts its translation; it returns the ``document_id``
   (32 hexadecimal digits) and the ``document_key`` (``secrets.token_urlsafe``, 256 bits). Only the key's SHA-256
@@ -31,7 +32,8 @@ Two backends:
 * ``BucketDocuments`` (AWS and GCP: ``TRANSLATE_OUTPUT_BUCKET`` and ``TRANSLATE_DOCUMENT_BUCKET`` set): the
   record lives under the state prefix of the output bucket; the source is written to the document bucket (the
   deployment's input bucket) as ``TRANSLATE_DOCUMENT_PREFIX<id>/document.<ext>``, and its upload event translates
-  it like any other upload (``translate_document_upload``: the record's options applied, fan-out included), into
+  it like any other upload (``handler.storage.dispatch`` hands it to ``translate_document_upload``, which keeps the
+  record and applies its options; fan-out included), into
   ``TRANSLATE_OUTPUT_PREFIX`` + that key in the output bucket. So a document larger than one invocation's time
   completes through the fan-out. The status is read from the record (an event writes ``translating`` and, for a
   file that can never be translated, ``error``), the output object (``done``) and the fan-out's manifest
@@ -149,7 +151,7 @@ class DocumentResult:
     content_type: str
 
 
-class DocumentJobs(Protocol):
+class Documents(Protocol):
     def create(self, upload: DocumentUpload) -> DocumentHandle: ...
 
     def status(self, document_id: str, document_key: str) -> DocumentStatus: ...
@@ -764,7 +766,7 @@ def documents_for(
     bucket_store: Callable[[], StateStore] | None = None,
     *,
     local_fallback: bool = True,
-) -> DocumentJobs:
+) -> Documents:
     """The backend an adapter serves: its buckets when ``bucket_store`` is given and an output bucket is configured;
     otherwise the local folder (``local_fallback``) or a refusal saying what to configure."""
     if bucket_store is not None and config.output_bucket:

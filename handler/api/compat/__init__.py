@@ -22,7 +22,7 @@ from handler.api.compat.deepl import DeepLApi
 from handler.api.compat.libretranslate import LibreTranslateApi
 from handler.api.messages import HttpRequest, HttpResponse
 from handler.coldstart import Startup
-from handler.storage.documents import DocumentJobs
+from handler.storage.documents import Documents
 from handler.storage.glossaries import GlossaryStore
 
 MAX_BODY_BYTES = max(deepl.MAX_BODY_BYTES, libretranslate.MAX_BODY_BYTES)  # the largest body either reads
@@ -31,7 +31,7 @@ MAX_BODY_BYTES = max(deepl.MAX_BODY_BYTES, libretranslate.MAX_BODY_BYTES)  # the
 class CompatApis:
     """The drop-in APIs of one cold start."""
 
-    def __init__(self, startup: Startup, documents: DocumentJobs, glossaries: GlossaryStore | None = None) -> None:
+    def __init__(self, startup: Startup, documents: Documents, glossaries: GlossaryStore | None = None) -> None:
         self.libretranslate = LibreTranslateApi(startup, documents.state)
         self.deepl = DeepLApi(startup, documents, glossaries)
 

@@ -73,7 +73,7 @@ from handler.config import ENV_API_KEYS
 from handler.errors import TranslatorError
 from handler.formats import suffix_of
 from handler.options import TranslateOptions
-from handler.storage.documents import DocumentJobs, DocumentStatus, DocumentUpload, documents_for
+from handler.storage.documents import Documents, DocumentStatus, DocumentUpload, documents_for
 from handler.storage.glossaries import SOURCE_LANG, TARGET_LANG, GlossaryStore
 from handler.storage.state import local_state
 from handler.text.glossary import Glossary
@@ -142,7 +142,7 @@ def _accepts_tsv(accept: str) -> bool:
 
 class DeepLApi:
     def __init__(
-        self, startup: Startup, documents: DocumentJobs | None = None, glossaries: GlossaryStore | None = None
+        self, startup: Startup, documents: Documents | None = None, glossaries: GlossaryStore | None = None
     ) -> None:
         """``documents``: where uploaded documents live and are translated (``handler.storage.documents``);
         ``glossaries``: the deployment's stored glossaries; default for both: the local folder (TRANSLATE_STATE_DIR)."""
