@@ -362,7 +362,7 @@ def translate_subtitles(
     """The subtitle file ``text`` with its cue text in English and everything else as it was.
 
     ``translate_document`` translates a text of one sentence a line into as many lines (the service's
-    ``translate_document`` with the file's options, deadline and progress: ``handler.storage.files``)."""
+    ``translate_document`` with the file's options, deadline and progress: ``FileTranslator.lines``)."""
     track = parse_track(text, fmt, fragment=fragment, name=name)
     sentences = group_sentences(track)
     sources = [sentence_source(sentence) for sentence in sentences]

@@ -23,9 +23,9 @@ whole, never as half-sentences. Inside a unit, formatting becomes the markup cha
   or after the last stay where they are and never reach the model. Spell-check marks (``w:proofErr``) and
   ``w:lastRenderedPageBreak`` (layout caches Word recomputes) are dropped from translated paragraphs.
 
-The units, one a line, go to the caller's document translator (``handler.storage.files`` passes the service's
-``translate_document``, with the file's options, deadline and progress; the fan-out translates the same text in
-parts cut between lines). ``WordFile.rebuild`` then replaces each unit's runs with runs built from the English,
+The units, one a line, go to the caller's translator (``handler.formats.word_format`` passes ``FileTranslator.lines``:
+the service with the file's options, deadline and progress; the fan-out translates the same text in parts cut
+between lines). ``WordFile.rebuild`` then replaces each unit's runs with runs built from the English,
 each carrying a copy of its source run's ``w:rPr``. Paragraphs without Chinese are not touched; a part without a
 translated paragraph, and every part that carries no text (styles, images, settings, relationships...) is copied
 from the source byte for byte. The result is checked before it is returned: its translated parts have the source's
