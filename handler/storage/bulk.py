@@ -55,7 +55,7 @@ from handler.config import RuntimeConfig
 from handler.errors import TranslatorError
 from handler.formats import FORMATS_BY_NAME, FileFormat, FileTranslator
 from handler.service import TranslateOptions, TranslationService
-from handler.storage.files import Upload, write_joined
+from handler.storage.files import Outcome, Upload, write_joined
 from handler.storage.object_store import ObjectRef, VersionedStore
 from handler.text.parts import Part
 
@@ -309,7 +309,7 @@ def fan_out(
     service: TranslationService,
     config: RuntimeConfig,
     options: JobOptions | None = None,
-) -> dict[str, str | int] | None:
+) -> Outcome | None:
     """``start_job`` for an upload its format cuts into parts, or None: it is translated in one invocation (no
     fan-out configured, at most ``TRANSLATE_PART_CHARS`` characters, or a format that is never cut)."""
     if not config.part_chars or upload.file.characters <= config.part_chars:
@@ -325,7 +325,7 @@ def start_job(
     service: TranslationService,
     config: RuntimeConfig,
     options: JobOptions | None = None,
-) -> dict[str, str | int]:
+) -> Outcome:
     """Write the manifest, then the parts (each only if missing): their events start the translation."""
     source, output, file, part_chars = upload.source, upload.output, upload.file, config.part_chars
     info = service.info()
@@ -410,7 +410,7 @@ def translate_part(
     service: TranslationService,
     *,
     deadline: float | None = None,
-) -> dict[str, str | int]:
+) -> Outcome:
     """Translate part ``index`` unless its result exists, record it in the manifest, assemble after the last."""
     manifest, _ = _load_manifest(store, layout.manifest)
     if not 0 <= index < len(manifest.parts):
@@ -448,7 +448,7 @@ def translate_part(
         return replace(current, done=tuple(sorted({*current.done, index})))
 
     manifest = _swap_manifest(store, layout.manifest, mark)
-    result: dict[str, str | int] = {
+    result: Outcome = {
         "source": str(layout.part(index)),
         "status": status,
         "job": manifest.job,
@@ -469,14 +469,14 @@ def translate_part_object(
     config: RuntimeConfig,
     *,
     deadline: float | None = None,
-) -> dict[str, str | int]:
+) -> Outcome:
     """``translate_part`` of the part object ``source`` (``PART_KEY``: job ``job``, part ``index``)."""
     layout = JobLayout.of(source.scheme, source.bucket, config.work_prefix, job)
     return translate_part(store, layout, index, service, deadline=deadline)
 
 
 # --- 3. assemble ------------------------------------------------------------------------------------------------
-def assemble(store: VersionedStore, layout: JobLayout, manifest: JobManifest) -> dict[str, str | int]:
+def assemble(store: VersionedStore, layout: JobLayout, manifest: JobManifest) -> Outcome:
     """Join the part translations in order and write the output once (conditional on its planned version)."""
     pieces = [manifest.lead]
     for entry in manifest.parts:

@@ -23,11 +23,10 @@ from functools import partial
 from handler.config import RuntimeConfig
 from handler.service import TranslationService
 from handler.storage import bulk, documents, files
+from handler.storage.files import Outcome
 from handler.storage.object_store import ObjectRef, VersionedStore
 
 logger = logging.getLogger(__name__)
-
-Outcome = dict[str, str | int]  # an event's outcome, for the logs and the platform (JSON)
 
 
 def handle_object_event(

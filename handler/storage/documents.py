@@ -69,7 +69,7 @@ from handler.formats import (
 )
 from handler.service import TranslateOptions, TranslationService
 from handler.storage.bulk import JobLayout, job_id, read_progress
-from handler.storage.files import UploadRefusedError, plan_output
+from handler.storage.files import Outcome, UploadRefusedError, plan_output
 from handler.storage.object_store import ObjectRef, VersionedStore
 from handler.storage.state import StateLocation, StateStore
 
@@ -659,9 +659,6 @@ class BucketDocuments:
             refs += [layout.ref(key) for key in _listed(store, layout.bucket, layout.prefix)]
         _delete_all(store, refs, document_id)
         return DocumentResult(data, record.name, content_type_for(record.name))
-
-
-Outcome = dict[str, str | int]  # an event's outcome, for the logs and the platform (JSON)
 
 
 def translate_document_upload(

@@ -48,6 +48,8 @@ META_SOURCE_ENCODING = "source-encoding"
 META_MODEL = "model"
 META_BUNDLE_HASH = "bundle-hash"
 
+Outcome = dict[str, str | int]  # what an object event did, for the logs and the platform (JSON)
+
 
 class UploadRefusedError(TranslatorError):
     """An upload this function never translates, however often its event is delivered: logged and reported as
@@ -147,7 +149,7 @@ class FileTranslation:
     bytes_written: int
     seconds: float
 
-    def summary(self) -> dict[str, str | int]:
+    def summary(self) -> Outcome:
         """The outcome for the logs and the platform (JSON)."""
         return {
             "source": str(self.source),
@@ -244,7 +246,7 @@ def translate_whole(
     *,
     deadline: float | None = None,
     options: Mapping[str, object] | None = None,
-) -> dict[str, str | int]:
+) -> Outcome:
     """``translate_upload`` with the upload's options as JSON values (``TranslateOptions.from_stored``; None: the
     defaults), summarised for the logs and the platform."""
     chosen = TranslateOptions.from_stored(options) if options else None
