@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from handler.config import ENV_MAX_FILE_BYTES
 from handler.errors import InvalidRequestError, RequestTooLargeError
@@ -20,7 +21,10 @@ from handler.formats.markdown import MARKDOWN
 from handler.formats.plain_text import PLAIN_TEXT
 from handler.formats.subtitles import SRT, VTT
 from handler.formats.word_format import WORD
-from handler.service import TranslateOptions, TranslationService
+from handler.options import TranslateOptions
+
+if TYPE_CHECKING:  # the service is only handed through: formats import the options, not the runtime
+    from handler.service import TranslationService
 
 FORMATS: tuple[FileFormat, ...] = (PLAIN_TEXT, HTML, MARKDOWN, SRT, VTT, WORD)
 

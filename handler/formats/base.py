@@ -21,12 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from handler.errors import InvalidRequestError
 from handler.formats.encodings import decode_text
-from handler.service import TranslateOptions, TranslationService
+from handler.options import TranslateOptions
 from handler.text.parts import Part
+
+if TYPE_CHECKING:  # the service is only handed through: formats import the options, not the runtime
+    from handler.service import TranslationService
 
 Progress = Callable[[int, int], None]
 

@@ -3,9 +3,14 @@ paragraph with its line-ending style kept; the fan-out cuts it at blank lines (`
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from handler.formats.base import FileTranslator, Progress, TextFormat
-from handler.service import TranslateOptions, TranslationService
+from handler.options import TranslateOptions
 from handler.text.parts import Part, plan_parts
+
+if TYPE_CHECKING:  # the service is only handed through: formats import the options, not the runtime
+    from handler.service import TranslationService
 
 
 class PlainText(TextFormat):
