@@ -37,6 +37,8 @@ json_values = st.recursive(
 CODEC_BY_DESCRIPTION = {
     "UTF-8": (b"", "utf-8"),
     "GB18030": (b"", "gb18030"),
+    "Big5": (b"", "big5hkscs"),
+    "Big5-HKSCS": (b"", "big5hkscs"),
     "UTF-8 with BOM": (codecs.BOM_UTF8, "utf-8"),
     "UTF-16LE with BOM": (codecs.BOM_UTF16_LE, "utf-16-le"),
     "UTF-16BE with BOM": (codecs.BOM_UTF16_BE, "utf-16-be"),
@@ -61,7 +63,10 @@ def test_any_bytes_decode_to_text_that_gives_them_back_or_are_refused(data: byte
         assert str(error).startswith("f.txt ")
         return
     bom, codec = CODEC_BY_DESCRIPTION[description]
-    assert bom + text.encode(codec) == data  # nothing lost, nothing invented
+    if codec == "big5hkscs":  # Big5 maps a few characters twice (兀 is A461 and C94A): the text, not the bytes, returns
+        assert text.encode(codec).decode(codec) == text
+    else:
+        assert bom + text.encode(codec) == data  # nothing lost, nothing invented
     assert "\x00" not in text and control_share(text) <= 0.01
 
 
@@ -80,7 +85,24 @@ def test_text_saved_in_any_supported_encoding_reads_back_the_same(text: str, enc
         data = bom + text.encode(codec)
     except UnicodeEncodeError:
         return
-    decoded, description = decode_text(data)
+    if codec in ("gb18030", "big5hkscs"):
+        # random characters are no Chinese text: GB18030 and Big5 are told apart by how common the characters
+        # are (real texts: tests/runtime_text/test_encoding_detection.py), so noise may be refused or read as
+        # the other encoding; what a reading says must still be true of the bytes
+        try:
+            decoded, description = decode_text(data)
+        except InvalidRequestError as error:
+            assert "encoding" in str(error)
+            return
+        assert CODEC_BY_DESCRIPTION[description][0] + decoded.encode(CODEC_BY_DESCRIPTION[description][1]) == data
+        return
+    try:
+        decoded, description = decode_text(data)
+    except InvalidRequestError as error:  # a few letters of two UTF-8 bytes may also read as common Chinese
+        foreign = [char for char in text if not char.isascii()]
+        assert codec == "utf-8" and len(foreign) <= 4 and all(char <= "\u07ff" for char in foreign), error
+        assert "too little text to tell" in str(error)
+        return
     assert decoded == text
     if codec != "gb18030":
         assert description == encoding
