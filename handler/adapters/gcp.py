@@ -180,7 +180,12 @@ class ClosedByTheServer:
 
 
 def _path_and_query(request: flask.Request) -> str:
-    """The path with its query string (the drop-in APIs read GET parameters from it)."""
+    """The path with its query string (the drop-in APIs read GET parameters from it), as the client sent it where
+    the server keeps that (gunicorn's and werkzeug's ``RAW_URI``): still percent-encoded, as the other adapters hand
+    it on, so that an encoded ``?`` or line feed in a download name stays part of the name."""
+    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI")
+    if isinstance(raw, str) and raw.startswith("/"):
+        return raw
     query = request.query_string.decode("latin-1")
     return f"{request.path}?{query}" if query else request.path
 
@@ -192,6 +197,17 @@ _ADAPTER = GcpAdapter(start())
 @functions_framework.http
 def translate_http(request: flask.Request) -> flask.Response:
     return _ADAPTER.handle_http(request)
+
+
+def _unrouted(error: Exception) -> flask.Response:
+    """A path functions-framework's own routes do not match (one holding a line feed: its ``<path:path>`` stops at
+    one) reaches the function like every other path, instead of the framework's HTML 404."""
+    return _ADAPTER.handle_http(flask.request)
+
+
+_register_error_handler = getattr(functions_framework, "errorhandler", None)  # set once functions-framework built
+if _register_error_handler is not None:  # its app, before it imports this module
+    _register_error_handler(404)(_unrouted)
 
 
 @functions_framework.cloud_event
