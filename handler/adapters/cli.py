@@ -131,7 +131,7 @@ def translate_command(args: argparse.Namespace) -> int:
     name = "stdin" if args.file == "-" else args.file
     if fmt.binary:
         return _translate_binary(args, data, name, fmt, options)
-    source = fmt.read(data, name)
+    source = fmt.read(data, name, args.encoding)
     text = source.text
     service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
     bar = ProgressBar(sys.stderr) if len(text) >= PROGRESS_MIN_CHARS and not args.quiet else None
@@ -261,15 +261,23 @@ def _translate_lines(args: argparse.Namespace) -> int:
 
     options = _options(args, "text")
     service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
-    return translate_lines(service, options, sys.stdin.buffer, sys.stdout.buffer, scores=args.scores)
+    return translate_lines(
+        service, options, sys.stdin.buffer, sys.stdout.buffer, scores=args.scores, encoding=args.encoding
+    )
 
 
 def translate_lines(
-    service: TranslationService, options: TranslateOptions, source: BinaryIO, out: BinaryIO, *, scores: bool
+    service: TranslationService,
+    options: TranslateOptions,
+    source: BinaryIO,
+    out: BinaryIO,
+    *,
+    scores: bool,
+    encoding: str | None = None,
 ) -> int:
-    """Each line of ``source`` translated as a one-line document and written to ``out`` (flushed) before the next
-    line is read; returns the exit status: 1 when a line could not be read (it gave an empty line, and an error on
-    stderr), else 0."""
+    """Each line of ``source`` (decoded as ``encoding`` when named, else each line detected on its own) translated
+    as a one-line document and written to ``out`` (flushed) before the next line is read; returns the exit status:
+    1 when a line could not be read (it gave an empty line, and an error on stderr), else 0."""
     status = 0
     number = 0
     while raw := source.readline():
@@ -279,7 +287,7 @@ def translate_lines(
         if content.endswith(b"\r") and raw.endswith(b"\n"):
             content, ending = content[:-1], "\r\n"
         try:
-            line = decode_text(content, f"line {number}")[0] if content else ""
+            line = decode_text(content, f"line {number}", encoding)[0] if content else ""
         except InvalidRequestError as error:
             print(f"error: {error}; it is written as an empty line", file=sys.stderr, flush=True)
             status, line = 1, ""
@@ -397,6 +405,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="text, html, markdown, srt, vtt or docx (default: by the file's suffix, .html/.htm, .md/.markdown, "
         ".srt, .vtt, .docx; stdin: text)",
+    )
+    translate.add_argument(
+        "--encoding",
+        default=None,
+        help="the input's encoding, e.g. big5, big5hkscs, gb18030, utf-16 (default: detected: UTF-8, a "
+        "byte-order mark, or GB18030 and Big5 told apart by their characters; too short to tell is refused)",
     )
     translate.add_argument(
         "-o",

@@ -76,16 +76,16 @@ def check_size(size: int, limit: int, name: str, *, written: str = "") -> None:
 
 
 def read_file(
-    name: str, size: int, read: Callable[[], bytes], limit: int, *, written: str = ""
+    name: str, size: int, read: Callable[[], bytes], limit: int, *, written: str = "", encoding: str | None = None
 ) -> tuple[FileFormat, SourceFile]:
     """The file ``name``'s format (``format_for``) and the file read in it: its ``size`` checked against ``limit``
-    before ``read()`` fetches it, and the bytes read again (an object replaced meanwhile); ``InvalidRequestError``
-    when its format cannot read it."""
+    before ``read()`` fetches it, and the bytes read again (an object replaced meanwhile), decoded as ``encoding``
+    when named (else detected); ``InvalidRequestError`` when its format cannot read it."""
     check_size(size, limit, name, written=written)
     data = read()
     check_size(len(data), limit, name, written=written)
     fmt = format_for(name)
-    return fmt, fmt.read(data, name)
+    return fmt, fmt.read(data, name, encoding)
 
 
 def content_type_for(name: str) -> str:
@@ -111,11 +111,13 @@ def translate_file(
     deadline: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     file_format: FileFormat | None = None,
+    encoding: str | None = None,
 ) -> TranslatedFile:
-    """A file's bytes translated whole in its format (``file_format``, else ``format_for(name)``); ``name``
-    appears in errors. The one bytes-in, bytes-out entry for every format; the caller has checked the size."""
+    """A file's bytes translated whole in its format (``file_format``, else ``format_for(name)``), a text file
+    decoded as ``encoding`` when named (else detected); ``name`` appears in errors. The one bytes-in, bytes-out
+    entry for every format; the caller has checked the size."""
     fmt = file_format or format_for(name)
-    source = fmt.read(data, name)
+    source = fmt.read(data, name, encoding)
     translated = fmt.translate(source, FileTranslator(service, options, deadline, progress))
     return TranslatedFile(translated, source, fmt.content_type)
 

@@ -113,8 +113,9 @@ class FileFormat(Protocol):
         """Whether ``join`` reads the source file again (the fan-out then records and checks its sha256)."""
         ...
 
-    def read(self, data: bytes, name: str) -> SourceFile:
-        """The file read: decoded or parsed; ``InvalidRequestError`` saying why it cannot be."""
+    def read(self, data: bytes, name: str, encoding: str | None = None) -> SourceFile:
+        """The file read: decoded (as ``encoding`` when named, else detected: ``handler.formats.encodings``) or
+        parsed; ``InvalidRequestError`` saying why it cannot be."""
         ...
 
     def translate(self, file: SourceFile, translator: FileTranslator) -> bytes:
@@ -150,9 +151,9 @@ class TextFormat:
 
     joins_from_source = False
 
-    def read(self, data: bytes, name: str) -> SourceFile:
-        text, encoding = decode_text(data, name)
-        return SourceFile(name, data, text, encoding, len(text))
+    def read(self, data: bytes, name: str, encoding: str | None = None) -> SourceFile:
+        text, described = decode_text(data, name, encoding)
+        return SourceFile(name, data, text, described, len(text))
 
     def translate(self, file: SourceFile, translator: FileTranslator) -> bytes:
         return self.translate_text(file.text, translator, file.name).encode("utf-8")

@@ -26,7 +26,8 @@ class Word:
     service_format = None
     joins_from_source = True
 
-    def read(self, data: bytes, name: str) -> SourceFile:
+    def read(self, data: bytes, name: str, encoding: str | None = None) -> SourceFile:
+        """A Word document's XML says its own encoding: ``encoding`` is not needed and not used."""
         from handler.formats.word import read_word_file
 
         document = read_word_file(data, name=name)
