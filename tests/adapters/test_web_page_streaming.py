@@ -26,9 +26,10 @@ from playwright.sync_api import expect
 from handler.adapters.local_server import make_server
 from handler.api.messages import HttpError, HttpRequest, HttpResponse
 from handler.api.router import HttpApi
-from handler.coldstart import start
+from handler.coldstart import Startup, start
 from handler.config import RuntimeConfig
 from handler.errors import TranslatorError
+from handler.service import TranslationService
 from tests.adapters.conftest import function_env
 from tests.adapters.test_web_page import console_messages, launched_chromium, new_page
 from tests.fixture_corpus import fixture_pairs
@@ -105,12 +106,18 @@ def streaming_config(tiny_bundle_dir: Path, tmp_path_factory: pytest.TempPathFac
     )
 
 
+def own_startup(config: RuntimeConfig) -> Startup:
+    """A startup with this module's limits: a service of its own on the process's warm model (the warm service, which
+    another test may have made first, keeps the limits it was made with)."""
+    warm = start(config)
+    assert warm.service is not None, warm.error
+    return Startup(config, TranslationService(warm.service.model, config), None, warm.start_s)
+
+
 @pytest.fixture(scope="module")
 def local_url(streaming_config: RuntimeConfig) -> Iterator[str]:
     """The local server (chunked transfer) with room for long texts."""
-    startup = start(streaming_config)
-    assert startup.error is None, startup.error
-    server = _Server(HttpApi(startup))
+    server = _Server(HttpApi(own_startup(streaming_config)))
     yield server.url
     server.stop()
 
@@ -125,9 +132,7 @@ class _PastDeadlineApi(HttpApi):
 
 @pytest.fixture(scope="module")
 def past_deadline_url(streaming_config: RuntimeConfig) -> Iterator[str]:
-    startup = start(streaming_config)
-    assert startup.error is None, startup.error
-    server = _Server(_PastDeadlineApi(startup))
+    server = _Server(_PastDeadlineApi(own_startup(streaming_config)))
     yield server.url
     server.stop()
 
