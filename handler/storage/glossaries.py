@@ -92,6 +92,16 @@ class GlossaryInfo:
             "entry_count": self.entry_count,
         }
 
+    def as_v3_json(self) -> dict[str, Any]:
+        """The description DeepL's multilingual glossary API (``/v3/glossaries``) gives: one dictionary, zh → en."""
+        dictionary = {"source_lang": self.source_lang, "target_lang": self.target_lang, "entry_count": self.entry_count}
+        return {
+            "glossary_id": self.glossary_id,
+            "name": self.name,
+            "dictionaries": [dictionary],
+            "creation_time": self.creation_time,
+        }
+
 
 @dataclass(frozen=True)
 class StoredGlossary:
@@ -101,6 +111,29 @@ class StoredGlossary:
     def entries_tsv(self) -> str:
         """The entries as DeepL returns them: ``source<TAB>target`` lines joined by LF, in the order given."""
         return "\n".join(f"{source}\t{target}" for source, target in self.glossary.terms)
+
+    def require_dictionary(self, source_lang: str | None, target_lang: str | None) -> None:
+        """Check that ``/v3/glossaries/{id}/entries?source_lang=&target_lang=`` names this glossary's one dictionary:
+        ``InvalidRequestError`` when either is missing, ``GlossaryNotFoundError`` for another pair."""
+        if source_lang is None or target_lang is None or not source_lang.strip() or not target_lang.strip():
+            raise InvalidRequestError(
+                "Missing argument: source_lang and target_lang name the dictionary whose entries to give (zh and en)"
+            )
+        pair = (SOURCE_LANGS.get(source_lang.strip().lower()), TARGET_LANGS.get(target_lang.strip().lower()))
+        if pair != (self.info.source_lang, self.info.target_lang):
+            raise GlossaryNotFoundError(
+                f"Glossary dictionary not found: the glossary {self.info.glossary_id} has one dictionary, "
+                f"{self.info.source_lang} → {self.info.target_lang}, not {source_lang} → {target_lang}"
+            )
+
+    def dictionary_v3_json(self) -> dict[str, Any]:
+        """The one dictionary's entries as ``/v3/glossaries/{id}/entries`` gives them (TSV text)."""
+        return {
+            "source_lang": self.info.source_lang,
+            "target_lang": self.info.target_lang,
+            "entries": self.entries_tsv(),
+            "entries_format": "tsv",
+        }
 
 
 def language_pair(source_lang: str | None, target_lang: str | None) -> tuple[str, str]:
@@ -314,6 +347,35 @@ class GlossaryStore:
         if not location.store.write_if(ref, data, {}, None, JSON_CONTENT_TYPE):
             raise TranslatorError(f"a glossary with the new ID {info.glossary_id} exists already; create it again")
         return info
+
+    def create_multilingual(self, *, name: object, dictionaries: object, key: str | None) -> GlossaryInfo:
+        """Store a glossary DeepL's v3 API describes (``dictionaries``: a list of ``{source_lang, target_lang,
+        entries, entries_format}``); this server's glossaries hold one dictionary, zh → en, so a list of any other
+        length is refused (``InvalidRequestError``) rather than stored in part."""
+        if not isinstance(dictionaries, list) or not all(isinstance(item, dict) for item in dictionaries):
+            raise InvalidRequestError(
+                "Missing or invalid argument: dictionaries (a JSON list of {source_lang, target_lang, entries, "
+                "entries_format} objects)"
+            )
+        if len(dictionaries) != 1:
+            raise InvalidRequestError(
+                f"this server's glossaries hold exactly one dictionary, zh → en; the request has {len(dictionaries)}"
+            )
+        (dictionary,) = dictionaries
+        source_lang, target_lang = dictionary.get("source_lang"), dictionary.get("target_lang")
+        entries_format = dictionary.get("entries_format", "tsv")
+        if not all(isinstance(value, str) for value in (source_lang, target_lang, entries_format)):
+            raise InvalidRequestError(
+                "Missing or invalid argument: a dictionary's source_lang, target_lang and entries_format are strings"
+            )
+        return self.create(
+            name=name,
+            source_lang=source_lang,
+            target_lang=target_lang,
+            entries=dictionary.get("entries"),
+            entries_format=entries_format,
+            key=key,
+        )
 
     def list_glossaries(self, key: str | None) -> list[GlossaryInfo]:
         """The caller's glossaries, oldest first."""
