@@ -64,6 +64,7 @@ from handler.storage.state import StateLocation, StateStore, bucket_state, local
 logger = logging.getLogger(__name__)
 
 STORAGE_FINALIZED = "google.cloud.storage.object.v1.finalized"
+RAW_URI_KEYS = ("RAW_URI", "REQUEST_URI")  # the request target as sent: gunicorn's, werkzeug's
 
 
 class GcpAdapter:
@@ -183,9 +184,10 @@ def _path_and_query(request: flask.Request) -> str:
     """The path with its query string (the drop-in APIs read GET parameters from it), as the client sent it where
     the server keeps that (gunicorn's and werkzeug's ``RAW_URI``): still percent-encoded, as the other adapters hand
     it on, so that an encoded ``?`` or line feed in a download name stays part of the name."""
-    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI")
-    if isinstance(raw, str) and raw.startswith("/"):
-        return raw
+    for key in RAW_URI_KEYS:  # WSGI environ keys, not environment variables
+        raw = request.environ.get(key)
+        if isinstance(raw, str) and raw.startswith("/"):
+            return raw
     query = request.query_string.decode("latin-1")
     return f"{request.path}?{query}" if query else request.path
 
