@@ -36,9 +36,11 @@ import re
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import handler.model.decoding as decoding
@@ -47,7 +49,7 @@ from handler.formats import translate_file
 from handler.formats.subtitles import MAX_LINE_CHARS, Track, parse_track
 from handler.model.loader import load_model
 from handler.service import TranslateOptions, TranslationService
-from handler.text.markup import skeleton
+from handler.text.markup import TagRules, skeleton, translate_tagged
 from handler.text.numbers import find_amounts
 from handler.text.spans import contains_placeholder, has_chinese
 
@@ -71,6 +73,11 @@ TARGETS = {
     "math": 1.0,
     "angle": 1.0,
     "range": 1.0,
+    # issue 32: text that must stay as written (the html format, DeepL's tag handling); tagged XML must also parse
+    "translate_no": 1.0,
+    "notranslate": 1.0,
+    "xml_inline": 1.0,
+    "ignore_tags": 1.0,
 }
 MARKUP_CLASSES = ("html", "markdown")
 
@@ -103,19 +110,51 @@ def guard(which: str) -> Iterator[None]:
 
 
 def translate_items(service: TranslationService, items: list[dict[str, object]], after: bool) -> list[str]:
-    groups: dict[tuple[str, str], list[int]] = {}
+    """Each item's English: "after" in its format, or with DeepL's tag handling where it has ``tags``
+    (``translate_tagged``, as ``/v2/translate`` does); "before" as plain text."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
     for index, item in enumerate(items):
         glossary = json.dumps(item.get("glossary") or {}, ensure_ascii=False, sort_keys=True)
-        groups.setdefault((str(item["format"]) if after else "text", glossary), []).append(index)
+        tags = json.dumps(item.get("tags") or {}, sort_keys=True) if after else "{}"
+        groups.setdefault((str(item["format"]) if after else "text", glossary, tags), []).append(index)
     results: dict[int, str] = {}
-    for (fmt, glossary), indices in groups.items():
+    for (fmt, glossary, tags), indices in groups.items():
         terms = json.loads(glossary) or None
-        options = TranslateOptions(format=fmt, glossary=terms, protect_spans=after)
+        tagging = json.loads(tags)
+        options = TranslateOptions(format="text" if tagging else fmt, glossary=terms, protect_spans=after)
         for start in range(0, len(indices), BATCH):
             chunk = indices[start : start + BATCH]
-            texts = service.translate_many([str(items[i]["source"]) for i in chunk], options)
+            sources = [str(items[i]["source"]) for i in chunk]
+            if tagging:
+                translate = partial(service.translate_many, options=options)
+                texts = translate_tagged(sources, tagging["tag_handling"], _tag_rules(tagging), translate)
+            else:
+                texts = service.translate_many(sources, options)
             results.update(zip(chunk, texts, strict=True))
     return [results[index] for index in range(len(items))]
+
+
+def _tag_rules(tagging: dict[str, object]) -> TagRules:
+    def names(key: str) -> frozenset[str]:
+        return frozenset(str(name) for name in tagging.get(key) or [])  # type: ignore[attr-defined]
+
+    return TagRules(
+        names("ignore_tags"),
+        names("non_splitting_tags"),
+        names("splitting_tags"),
+        bool(tagging.get("outline_detection", True)),
+    )
+
+
+def well_formed(text: str) -> bool:
+    """Whether ``text`` parses as XML: a whole document, or a fragment (wrapped in one element)."""
+    for candidate in (text, f"<fragment>{text}</fragment>"):
+        try:
+            ElementTree.fromstring(candidate.encode("utf-8"))
+        except ElementTree.ParseError:
+            continue
+        return True
+    return False
 
 
 def score(items: list[dict[str, object]], outputs: list[str]) -> dict[str, ClassScore]:
@@ -134,6 +173,11 @@ def score(items: list[dict[str, object]], outputs: list[str]) -> dict[str, Class
                 result.failures.append(f"{item['id']}: {source!r} -> {output!r}")
             continue
         expected = [str(text) for text in item["expect"]]  # type: ignore[attr-defined]
+        if item["format"] == "xml" and well_formed(source):
+            result.spans += 1  # the output parses whenever the input did
+            result.exact += well_formed(output)
+            if not well_formed(output):
+                result.failures.append(f"{item['id']}: {source!r} -> {output!r} (not well-formed)")
         for text in expected:
             result.spans += 1
             # at the start of a sentence a glossary term or an amount is capitalised ("Machine learning is ..."),

@@ -368,6 +368,96 @@ WRITTEN_WITH_EXPECT: dict[str, list[tuple[str, list[str]]]] = {
 }
 
 
+# issue 32, text that must stay as written: (source, the strings the output must hold byte for byte, format,
+# DeepL's tag handling with its parameters, or nothing); the html rows go through the html format, the tagged rows
+# through DeepL's tag handling (handler.text.markup.translate_tagged), whose XML output must also parse
+_NO_TAGS: dict[str, object] = {}
+_KEPT_PRODUCT = '<span translate="no">微信支付</span>'
+KEPT_MARKUP: dict[str, list[tuple[str, list[str], str, dict[str, object]]]] = {
+    "translate_no": [
+        (f"<p>{zh}</p>{kept}", [kept], "html", _NO_TAGS)
+        for zh, kept in [
+            ("今天天气很好。", '<p translate="no">台北101大楼</p>'),
+            ("我们明天去北京开会。", '<div translate="no">保持原文，不要翻译。</div>'),
+            ("请在下面填写您的地址。", '<address translate="no">北京市朝阳区建国路88号</address>'),
+            ("会议推迟到下周。", '<p translate=no title="标题">不要翻译<b>这一句</b>。</p>'),
+        ]
+    ]
+    + [
+        (f"<p>{before}{_KEPT_PRODUCT}{after}</p>", [_KEPT_PRODUCT], "html", _NO_TAGS)
+        for before, after in [("请使用", "付款。"), ("我们支持", "和银行卡。"), ("", "现在可以在海外使用。")]
+    ]
+    + [
+        (
+            '<section translate="no">保持这一段。<p translate="yes">这一段要翻译。</p></section>',
+            ['<section translate="no">保持这一段。<p translate="yes">', "</p></section>"],
+            "html",
+            _NO_TAGS,
+        ),
+        (
+            '<p>图片说明：<img translate="no" alt="原文图片" src="a.png"></p>',
+            ['<img translate="no" alt="原文图片" src="a.png">'],
+            "html",
+            _NO_TAGS,
+        ),
+    ],
+    "notranslate": [
+        (f"<p>{before}{kept}{after}</p>", [kept], "html", _NO_TAGS)
+        for before, kept, after in [
+            ("请打开", '<span class="notranslate">设置</span>', "页面。"),
+            ("我们的产品叫", '<b class="brand notranslate">小米</b>', "，很受欢迎。"),
+            ("", '<code class="notranslate">配置文件</code>', "在这个目录里。"),
+            ("他的名字是", "<span class=notranslate>王小明</span>", "。"),
+        ]
+    ]
+    + [
+        (f"<h1>今天的新闻</h1>{kept}", [kept], "html", _NO_TAGS)
+        for kept in [
+            '<div class="notranslate">这一段保持中文。</div>',
+            '<p class="a notranslate b">不要翻译这一句。</p>',
+        ]
+    ]
+    + [
+        (
+            '<p>请打开<span class="notranslate">设置</span>页面。</p>',
+            ['<span class="notranslate">设置</span>'],
+            "html",
+            {"tag_handling": "html"},
+        ),
+    ],
+    "xml_inline": [
+        (source, tags, "xml", {"tag_handling": "xml"})
+        for source, tags in [
+            ('按<x id="1"/>继续。', ['<x id="1"/>']),
+            ('请点击<g id="1">保存</g>按钮，然后<x id="2"/>关闭窗口。', ['<g id="1">', "</g>", '<x id="2"/>']),
+            (
+                '<bpt id="1">&lt;b&gt;</bpt>重要<ept id="1">&lt;/b&gt;</ept>通知',
+                ['<bpt id="1">&lt;b&gt;</bpt>', '<ept id="1">&lt;/b&gt;</ept>'],
+            ),
+            ('文件<ph id="1"/>已经保存到<ph id="2"/>。', ['<ph id="1"/>', '<ph id="2"/>']),
+            ("<doc><title>用户手册</title><par>打开<b>设置</b>页面。</par></doc>", ["<doc><title>", "<b>", "</b>"]),
+            (
+                '<?xml version="1.0" encoding="UTF-8"?>\n<body>\n  <p>我们明天<x id="1"/>去北京。</p>\n</body>',
+                ['<x id="1"/>'],
+            ),
+        ]
+    ],
+    "ignore_tags": [
+        (source, kept, "xml", {"tag_handling": "xml", "ignore_tags": ["x", "keep"]})
+        for source, kept in [
+            ("请打开页面<x>设置</x>来配置系统。", ["<x>设置</x>"]),
+            ("我们的产品<keep>微信支付</keep>支持海外使用。", ["<keep>微信支付</keep>"]),
+            ("<doc><par>今天天气很好。</par><keep>保持原文。</keep></doc>", ["<keep>保持原文。</keep>"]),
+            ("<doc><par>请联系<x>王经理</x>和<x>李经理</x>。</par></doc>", ["<x>王经理</x>", "<x>李经理</x>"]),
+            (
+                '<doc><par>文件名是<keep id="f">报告 &amp; 总结.docx</keep>。</par></doc>',
+                ['<keep id="f">报告 &amp; 总结.docx</keep>'],
+            ),
+        ]
+    ],
+}
+
+
 def _dev_sentences() -> list[str]:
     """Short dev sentences without Latin letters or digits (so that the inserted span is the only one)."""
     pairs = dev_pairs(REPOSITORY_CORPUS_DIR)
@@ -459,6 +549,9 @@ def build() -> list[dict[str, object]]:
     for kind, sentences in WRITTEN_WITH_EXPECT.items():
         for source, expect in sentences:
             add(kind, "written", source, expect)
+    for kind, rows in KEPT_MARKUP.items():
+        for source, expect, fmt, tags in rows:
+            add(kind, "written", source, expect, fmt=fmt, **({"tags": tags} if tags else {}))
     return items
 
 

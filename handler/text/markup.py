@@ -24,7 +24,7 @@ the fidelity report: a faithful translation has the input's skeleton, apart from
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from itertools import count
@@ -59,6 +59,21 @@ _BARE_AMPERSAND = re.compile(r"&(?!#[0-9]+;|#[xX][0-9A-Fa-f]+;|[A-Za-z][A-Za-z0-
 
 Part = str | int  # raw source text, or the index of a block whose translation goes here
 
+TAGGED_FORMATS = ("html", "xml")  # what DeepL's tag_handling names (parse_tagged)
+
+
+@dataclass(frozen=True)
+class TagRules:
+    """DeepL's tag parameters, for ``parse_tagged``: ``ignore_tags`` (elements kept as they are, content and all),
+    ``non_splitting_tags`` (inline: they stay inside a sentence), ``splitting_tags`` (each ends a block of text) and
+    ``outline_detection`` (XML: an element is structure when its parent holds no text of its own; off, only
+    ``splitting_tags`` split). Tag names are compared as written in XML and case-insensitively in HTML."""
+
+    ignore_tags: frozenset[str] = frozenset()
+    non_splitting_tags: frozenset[str] = frozenset()
+    splitting_tags: frozenset[str] = frozenset()
+    outline_detection: bool = True
+
 
 @dataclass
 class MarkupDocument:
@@ -68,6 +83,7 @@ class MarkupDocument:
     layout: list[Part] = field(default_factory=list)
     atoms: dict[str, list[Part]] = field(default_factory=dict)
     quotes: dict[int, str] = field(default_factory=dict)  # attribute-value blocks: the quote around them
+    escape_text: bool = False  # XML: a translation's "&" and "<" become entities, so the output stays well-formed
 
     def rebuild(self, translations: Sequence[str]) -> str:
         """The document with each block replaced by its translation and every markup character by its markup."""
@@ -85,7 +101,10 @@ class MarkupDocument:
             if isinstance(part, str):
                 out.append(part)
                 continue
-            text = _MARKUP_CHAR.sub(atom, translations[part])
+            text = translations[part]
+            if self.escape_text and text != self.blocks[part]:
+                text = _BARE_AMPERSAND.sub("&amp;", text).replace("<", "&lt;")
+            text = _MARKUP_CHAR.sub(atom, text)
             quote = self.quotes.get(part)
             if quote is not None and text != self.blocks[part]:
                 if not quote and _NEEDS_QUOTES.search(text):
@@ -240,9 +259,16 @@ class _HtmlEvents(HTMLParser):
         self._add("other")
 
 
-def _html_pieces(source: str) -> list[tuple[_Event, str]]:
+class _XmlEvents(_HtmlEvents):
+    """The same constructs read as XML: no element's content is raw text (HTML's ``script``, ``style``, ``title``)."""
+
+    def set_cdata_mode(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def _html_pieces(source: str, xml: bool = False) -> list[tuple[_Event, str]]:
     """Each construct with its exact source text; together they are the whole document."""
-    events = _HtmlEvents(source).events
+    events = (_XmlEvents if xml else _HtmlEvents)(source).events
     if not events or events[0].start > 0:
         events.insert(0, _Event("data", "", 0))
     ends = [event.start for event in events[1:]] + [len(source)]
@@ -250,41 +276,97 @@ def _html_pieces(source: str) -> list[tuple[_Event, str]]:
     return [(event, raw) for event, raw in pieces if raw]
 
 
-def _parse_html(source: str) -> MarkupDocument:
+def _parse_html(source: str, rules: TagRules | None = None) -> MarkupDocument:
     builder = _Builder(source)
     pieces = _html_pieces(source)
-    index = 0
-    while index < len(pieces):
+    _html_range(builder, pieces, 0, len(pieces), rules or TagRules())
+    return builder.finish()
+
+
+def _html_range(
+    builder: _Builder, pieces: Sequence[tuple[_Event, str]], index: int, stop: int, rules: TagRules
+) -> None:
+    """Adds ``pieces[index:stop]`` to the document."""
+    while index < stop:
         event, raw = pieces[index]
-        if event.kind in ("start", "startend") and event.tag in OPAQUE:
-            end = _closing(pieces, index) if event.kind == "start" and event.tag not in VOID else index
-            whole = "".join(raw for _, raw in pieces[index : end + 1])
-            if event.tag in INLINE:
-                builder.inline(MARKUP_STANDALONE, whole)
-            else:
-                builder.raw(whole)
+        starts = event.kind in ("start", "startend")
+        if starts and (event.tag in OPAQUE or _kept(event, rules)):
+            end = min(_closing(pieces, index), stop - 1) if event.kind == "start" and event.tag not in VOID else index
+            _html_kept(builder, pieces, index, end + 1, event.tag in INLINE, rules)
             index = end + 1
             continue
         if event.kind == "data":
             builder.text(raw)
         elif event.kind == "entity":
             builder.inline(MARKUP_STANDALONE, raw)
-        elif event.kind in ("start", "startend"):
+        elif starts:
             parts = _tag_parts(raw, builder)
-            if event.tag in INLINE:
+            if _inline_tag(event.tag, rules):
                 kind = MARKUP_STANDALONE if event.kind == "startend" or event.tag in VOID else MARKUP_OPEN
                 builder.inline(kind, raw, parts)
             else:
                 builder.flush()
                 builder.document.layout.extend(parts)
-        elif event.kind == "end" and event.tag in INLINE:
+        elif event.kind == "end" and _inline_tag(event.tag, rules):
             builder.inline(MARKUP_CLOSE, raw)
         elif event.kind == "other" and builder.in_block:
             builder.inline(MARKUP_STANDALONE, raw)
         else:
             builder.raw(raw)
         index += 1
-    return builder.finish()
+
+
+def _inline_tag(tag: str, rules: TagRules) -> bool:
+    """Whether an HTML element stays inside a block of text (DeepL's splitting_tags and non_splitting_tags first)."""
+    if tag in rules.splitting_tags:
+        return False
+    return tag in INLINE or tag in rules.non_splitting_tags
+
+
+def _translate_attribute(event: _Event) -> str | None:
+    """The element's own ``translate`` state: "no", "yes", or None (inherited); ``class="notranslate"`` is "no"."""
+    attributes = {name.lower(): value for name, value in event.attrs}
+    if "notranslate" in (attributes.get("class") or "").split():
+        return "no"
+    if "translate" not in attributes:
+        return None
+    return "no" if (attributes["translate"] or "").strip().lower() == "no" else "yes"
+
+
+def _kept(event: _Event, rules: TagRules) -> bool:
+    """An element whose content stays as written: ``translate="no"``, ``class="notranslate"``, DeepL's
+    ``ignore_tags``."""
+    return event.tag in rules.ignore_tags or _translate_attribute(event) == "no"
+
+
+def _html_kept(
+    builder: _Builder, pieces: Sequence[tuple[_Event, str]], index: int, stop: int, inline: bool, rules: TagRules
+) -> None:
+    """An element kept as written (``pieces[index:stop]``), apart from an element inside it that says
+    ``translate="yes"``, whose content is translated again (the HTML standard's inheritance)."""
+    opaque = pieces[index][0].tag in OPAQUE
+
+    def keep(start: int, end: int) -> None:
+        whole = "".join(raw for _, raw in pieces[start:end])
+        if not whole:
+            return
+        if inline:
+            builder.inline(MARKUP_STANDALONE, whole)
+        else:
+            builder.raw(whole)
+
+    kept_from = index
+    position = index + 1
+    while position < stop and not opaque:
+        event = pieces[position][0]
+        if event.kind == "start" and event.tag not in VOID and _translate_attribute(event) == "yes":
+            end = min(_closing(pieces, position), stop - 1)
+            keep(kept_from, position)
+            _html_range(builder, pieces, position, end + 1, rules)
+            kept_from = position = end + 1
+            continue
+        position += 1
+    keep(kept_from, stop)
 
 
 def _closing(pieces: Sequence[tuple[_Event, str]], index: int) -> int:
@@ -323,6 +405,122 @@ def _tag_parts(raw: str, builder: _Builder) -> list[Part]:
         position = value_start + len(inner)
     parts.append(raw[position:])
     return [part for part in parts if part != ""]
+
+
+# --- XML (DeepL's tag_handling=xml) ---------------------------------------------------------------------------
+
+_XML_NAME = re.compile(r"</?([^\s/>]+)")
+
+
+def _parse_xml(source: str, rules: TagRules) -> MarkupDocument:
+    """XML as DeepL reads it: text translated, every tag kept where it was (inline tags such as ``<x id="1"/>`` go
+    through the translation as markup characters, structural ones end a block; an inline element without Chinese in
+    it is kept whole, as one), ``ignore_tags`` kept whole, attributes never translated; a translation's ``&`` and
+    ``<`` are written as entities, so well-formed input stays well-formed."""
+    builder = _Builder(source)
+    builder.document.escape_text = True
+    pieces = _html_pieces(source, xml=True)
+    names = [_xml_name(event, raw) for event, raw in pieces]
+    parent: dict[int, int] = {}  # an element's start piece -> its parent's start piece (-1: the top level)
+    opener: dict[int, int] = {}  # an end tag's piece -> its start tag's piece
+    closer: dict[int, int] = {}
+    holds_text: set[int] = set()  # elements (start pieces; -1: the top level) with text of their own
+    stack: list[int] = []
+    for index, (event, raw) in enumerate(pieces):
+        here = stack[-1] if stack else -1
+        if event.kind in ("start", "startend"):
+            parent[index] = here
+            if event.kind == "start":
+                stack.append(index)
+        elif event.kind == "end":
+            for depth in range(len(stack) - 1, -1, -1):
+                if names[stack[depth]] == names[index]:
+                    opener[index], closer[stack[depth]] = stack[depth], index
+                    del stack[depth:]
+                    break
+        elif event.kind == "entity" or (event.kind == "data" and raw.strip()):
+            holds_text.add(here)
+
+    def inline(start: int) -> bool:
+        name = names[start]
+        if name in rules.splitting_tags:
+            return False
+        if name in rules.non_splitting_tags or not rules.outline_detection:
+            return True
+        return parent[start] in holds_text  # outline detection: an element amid its parent's text is inline
+
+    index = 0
+    while index < len(pieces):
+        event, raw = pieces[index]
+        if event.kind in ("start", "startend") and names[index] in rules.ignore_tags:
+            end = closer.get(index, len(pieces) - 1) if event.kind == "start" else index
+            whole = "".join(raw for _, raw in pieces[index : end + 1])
+            if inline(index):
+                builder.inline(MARKUP_STANDALONE, whole)
+            else:
+                builder.raw(whole)
+            index = end + 1
+            continue
+        if event.kind == "start" and index in closer and inline(index):
+            whole = "".join(raw for _, raw in pieces[index : closer[index] + 1])
+            if not has_chinese(whole):  # code such as XLIFF's <bpt>&lt;b&gt;</bpt>: nothing to translate in it
+                builder.inline(MARKUP_STANDALONE, whole)
+                index = closer[index] + 1
+                continue
+        if event.kind == "data":
+            builder.text(raw)
+        elif event.kind == "entity":
+            builder.inline(MARKUP_STANDALONE, raw)
+        elif event.kind in ("start", "startend") and inline(index):
+            builder.inline(MARKUP_OPEN if event.kind == "start" else MARKUP_STANDALONE, raw)
+        elif event.kind == "end" and index in opener and inline(opener[index]):
+            builder.inline(MARKUP_CLOSE, raw)
+        elif event.kind == "other" and builder.in_block:
+            builder.inline(MARKUP_STANDALONE, raw)
+        else:
+            builder.raw(raw)
+        index += 1
+    return builder.finish()
+
+
+def _xml_name(event: _Event, raw: str) -> str:
+    """A tag's name as written (XML names are case-sensitive; ``html.parser`` lowers them)."""
+    found = _XML_NAME.match(raw) if event.kind in ("start", "startend", "end") else None
+    return found.group(1) if found else ""
+
+
+# --- DeepL's tag handling ----------------------------------------------------------------------------------------
+
+
+def parse_tagged(text: str, tag_handling: str, rules: TagRules) -> MarkupDocument:
+    """The blocks and layout of a text DeepL's way (``tag_handling`` html or xml, with DeepL's tag parameters)."""
+    if tag_handling == "html":
+        lowered = TagRules(
+            frozenset(tag.lower() for tag in rules.ignore_tags),
+            frozenset(tag.lower() for tag in rules.non_splitting_tags),
+            frozenset(tag.lower() for tag in rules.splitting_tags),
+            rules.outline_detection,
+        )
+        return _parse_html(text, lowered)
+    if tag_handling == "xml":
+        return _parse_xml(text, rules)
+    raise InvalidRequestError(f"tag_handling must be one of {', '.join(TAGGED_FORMATS)}; got {tag_handling!r}")
+
+
+def translate_tagged(
+    texts: Sequence[str], tag_handling: str, rules: TagRules, translate: Callable[[list[str]], list[str]]
+) -> list[str]:
+    """Each text translated with its markup kept: ``translate`` receives the blocks of all texts at once (plain text
+    whose inline markup is private-use characters, which the translation pipeline protects)."""
+    documents = [parse_tagged(text, tag_handling, rules) for text in texts]
+    blocks = [block for document in documents for block in document.blocks]
+    translations = translate(blocks) if blocks else []
+    out = []
+    position = 0
+    for document in documents:
+        out.append(document.rebuild(translations[position : position + len(document.blocks)]))
+        position += len(document.blocks)
+    return out
 
 
 # --- Markdown ----------------------------------------------------------------------------------------------------

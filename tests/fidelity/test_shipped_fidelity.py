@@ -24,3 +24,17 @@ def test_every_span_of_the_class_comes_through_the_shipped_model(kind: str) -> N
     result = score(items, translate_items(shipped_service(), items, after=True))[kind]
     assert result.failures == []
     assert (result.exact, result.leaked) == (result.spans, 0)
+
+
+KEPT_CLASSES = ("translate_no", "notranslate", "xml_inline", "ignore_tags")  # issue 32: text that stays as written
+
+
+@needs_shipped_bundle
+@pytest.mark.parametrize("kind", KEPT_CLASSES)
+def test_text_that_must_stay_as_written_does_through_the_shipped_model(kind: str) -> None:
+    # every kept element byte for byte, every inline tag once, and tagged XML that parses (scored as a span)
+    items = [item for item in load_set() if item["class"] == kind]
+    assert len(items) >= 5
+    result = score(items, translate_items(shipped_service(), items, after=True))[kind]
+    assert result.failures == []
+    assert (result.exact, result.leaked) == (result.spans, 0)
