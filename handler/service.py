@@ -387,7 +387,13 @@ class TranslationService:
 
     def _prepare(self, texts: Sequence[str], options: TranslateOptions) -> _Prepared:
         converted = [self.scripts.to_model_script(text, options.source) for text in texts]
-        markups = [parse_markup(text, options.format) for text in converted]
+        if options.format == "text":
+            markups = [parse_markup(text, options.format) for text in converted]
+        else:  # the markup as given (translate="no" stays as written); its blocks in the whole text's variant
+            markups = [parse_markup(text, options.format) for text in texts]
+            for text, markup in zip(texts, markups, strict=True):
+                variant = self.scripts.resolve(text, options.source)
+                markup.blocks = [self.scripts.to_model_script(block, variant) for block in markup.blocks]
         documents = [[self._split(block) for block in markup.blocks] for markup in markups]
         return _Prepared(list(texts), converted, markups, documents)
 

@@ -14,7 +14,9 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from handler.errors import InvalidRequestError
+from handler.options import TranslateOptions
 from handler.text.markup import TagRules, parse_markup, parse_tagged, translate_tagged
+from tests.fuzz.shipped import needs_shipped_bundle, shipped_service
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
@@ -125,3 +127,13 @@ def test_xml_fragment_with_inline_ignore_tag() -> None:
 def test_unknown_tag_handling_is_refused() -> None:
     with pytest.raises(InvalidRequestError, match="html, xml"):
         parse_tagged("你好", "json", TagRules())
+
+
+@needs_shipped_bundle
+def test_kept_traditional_text_is_not_converted_to_simplified() -> None:
+    # the service converts Traditional to the model's Simplified script: only the blocks it translates, never
+    # what stays as written, and the blocks in the whole text's variant (the markup parsed before the conversion)
+    service = shipped_service(beam_size=1)
+    kept = '<p translate="no">臺灣的雲</p>'
+    output = service.translate_many([f"<p>今天天氣很好。</p>{kept}"], TranslateOptions(format="html"))[0]
+    assert output.endswith(kept) and not HAN.search(output[: -len(kept)])
