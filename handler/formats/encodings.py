@@ -189,7 +189,9 @@ def _encodes(text: str, codec: str) -> bool:
     return True
 
 
-def _decoded_as(data: bytes, name: str, encoding: str) -> tuple[str, str]:
+def check_encoding(encoding: str, name: str = "the file") -> codecs.CodecInfo:
+    """The text codec ``encoding`` names (an ``encoding`` option checked as soon as it is given);
+    ``InvalidRequestError`` naming a few that are."""
     try:
         info = codecs.lookup(encoding)
     except LookupError:
@@ -199,6 +201,11 @@ def _decoded_as(data: bytes, name: str, encoding: str) -> tuple[str, str]:
             f"unknown encoding {encoding!r} for {name}; name a text encoding such as utf-8, utf-16, gb18030, gbk, "
             f"big5 or big5hkscs"
         )
+    return info
+
+
+def _decoded_as(data: bytes, name: str, encoding: str) -> tuple[str, str]:
+    info = check_encoding(encoding, name)
     codec = "utf-8-sig" if info.name == "utf-8" else info.name  # a UTF-8 byte-order mark is not text
     description = _DESCRIPTION_BY_CODEC.get(info.name, info.name)
     try:

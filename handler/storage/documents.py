@@ -67,9 +67,10 @@ from handler.formats import (
     suffix_of,
     translate_file,
 )
+from handler.formats.encodings import check_encoding
 from handler.service import TranslateOptions, TranslationService
 from handler.storage.bulk import JobLayout, job_id, read_progress
-from handler.storage.files import Outcome, UploadRefusedError, plan_output
+from handler.storage.files import META_ENCODING, Outcome, UploadRefusedError, plan_output
 from handler.storage.object_store import ObjectRef, VersionedStore
 from handler.storage.state import StateLocation, StateStore
 
@@ -127,6 +128,11 @@ class DocumentUpload:
     options: Mapping[str, object] = field(default_factory=dict)  # TranslateOptions values as JSON (source, glossary)
     target: str = "EN-US"
     formality: str | None = None
+    encoding: str | None = None  # a text document's encoding as the client names it (else detected)
+
+    def source_metadata(self) -> dict[str, str]:
+        """The metadata its source object is written with: the encoding, read back by ``read_upload``."""
+        return {META_ENCODING: self.encoding} if self.encoding else {}
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,8 @@ def check_upload(upload: DocumentUpload, config: RuntimeConfig) -> FileFormat:
     if not upload.data:
         raise InvalidRequestError(f"{upload.name!r} is empty; upload a document with text to translate")
     TranslateOptions.from_stored(upload.options)  # InvalidRequestError now rather than an error status later
+    if upload.encoding:
+        check_encoding(upload.encoding, repr(upload.name))
     return fmt
 
 
@@ -175,12 +183,12 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _characters(fmt: FileFormat, data: bytes, name: str) -> int | None:
+def _characters(fmt: FileFormat, data: bytes, name: str, encoding: str | None = None) -> int | None:
     """The characters a text document bills (None for a binary format, or data its format cannot read)."""
     if fmt.binary:
         return None
     try:
-        return fmt.read(data, name).characters
+        return fmt.read(data, name, encoding).characters
     except InvalidRequestError:
         return None
 
@@ -306,7 +314,7 @@ def _new_record(upload: DocumentUpload, fmt: FileFormat) -> tuple[DocumentRecord
         name=upload.name,
         suffix=suffix_of(upload.name),
         bytes=len(upload.data),
-        characters=_characters(fmt, upload.data, upload.name),
+        characters=_characters(fmt, upload.data, upload.name, upload.encoding),
         created=time.time(),
         status=QUEUED,
         options=dict(upload.options),
@@ -412,7 +420,7 @@ class LocalDocuments:
             )
         record, key = _new_record(upload, fmt)
         store = self.state().store
-        store.write_if(self._source(record), upload.data, {}, None, content_type_for(upload.name))
+        store.write_if(self._source(record), upload.data, upload.source_metadata(), None, content_type_for(upload.name))
         self.records.create(record)
         try:
             self._queue.put_nowait(record.id)
@@ -494,9 +502,14 @@ class LocalDocuments:
             self._progress[document_id] = (done, total, started)
 
         try:
-            data = self.state().store.read(self._source(record))
+            found = self.state().store.read_versioned(self._source(record))
+            if found is None:
+                raise TranslatorError(f"document {document_id}: its source is gone")
             options = TranslateOptions.from_stored(record.options or {})
-            translated = translate_file(data, record.name, self._service(), options, progress=progress)
+            encoding = found.metadata.get(META_ENCODING) or None
+            translated = translate_file(
+                found.data, record.name, self._service(), options, progress=progress, encoding=encoding
+            )
             self.state().store.write_if(self._result(record), translated.data, {}, None, translated.content_type)
             encoding = translated.source.encoding
         except Exception as error:
@@ -593,7 +606,7 @@ class BucketDocuments:
         # the fan-out's job id, should the event plan one (the same settings and bundle on every function)
         record.job = job_id(source, upload.data, str(service.info().get("bundle_hash", "")), self.config.part_chars)
         self.records.create(record)
-        if not state.store.write_if(source, upload.data, {}, None, content_type_for(upload.name)):
+        if not state.store.write_if(source, upload.data, upload.source_metadata(), None, content_type_for(upload.name)):
             raise TranslatorError(f"{source} exists already")
         logger.info(
             "document %s (%s, %s bytes) written to %s", record.id, record.suffix, f"{len(upload.data):,}", source

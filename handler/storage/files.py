@@ -11,7 +11,8 @@ Steps, each of which can refuse with a clear error before anything is written:
    character). The key is used exactly as the event names it, never decoded again;
 2. read (``read_upload``): the size checked against ``TRANSLATE_MAX_FILE_BYTES`` before downloading (and the bytes
    read, should the object have been replaced meanwhile), then read in the format its suffix names
-   (``handler.formats.read_file``: decoded, or a binary file parsed);
+   (``handler.formats.read_file``: decoded, as the object's metadata ``encoding`` names when it does, or a binary
+   file parsed);
 3. translate (``translate_upload``) under the invocation's deadline (``DeadlineExceededError`` before the platform
    would kill us), by the format;
 4. write the whole result in one request, with the format's content type and metadata naming the source object and
@@ -29,14 +30,14 @@ import time
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
+from typing import Protocol, runtime_checkable
 from urllib.parse import quote, unquote
 
 from handler.config import ENV_OUTPUT_BUCKET, ENV_OUTPUT_PREFIX, RuntimeConfig
 from handler.errors import ConfigurationError, DeadlineExceededError, InvalidRequestError, TranslatorError
-from handler.formats import FileFormat, FileTranslator, SourceFile, read_file
+from handler.formats import FileFormat, FileTranslator, SourceFile, check_size, read_file
 from handler.service import TranslateOptions, TranslationService
-from handler.storage.object_store import ObjectRef, ObjectStore, VersionedStore
+from handler.storage.object_store import ObjectRef, ObjectStore, VersionedObject, VersionedStore
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,9 @@ META_SOURCE_KEY = "source-key"
 META_SOURCE_ENCODING = "source-encoding"
 META_MODEL = "model"
 META_BUNDLE_HASH = "bundle-hash"
+# an upload's own metadata naming its encoding (S3: x-amz-meta-encoding: big5; Cloud Storage: encoding=big5): a
+# text file is then decoded as told instead of detected (handler.formats.encodings)
+META_ENCODING = "encoding"
 
 Outcome = dict[str, str | int]  # what an object event did, for the logs and the platform (JSON)
 
@@ -167,10 +171,30 @@ def read_upload(
     planning, the deadline, the size before and after downloading, a file its format cannot read)."""
     output = plan_output(source, config)
     _check_deadline(deadline, source, "before reading it")
-    read = partial(store.read, source)
-    size = store.size(source)
-    fmt, file = read_file(str(source), size, read, config.max_file_bytes, written="; nothing was written")
+    written = "; nothing was written"
+    check_size(store.size(source), config.max_file_bytes, str(source), written=written)
+    data, metadata = _read_object(store, source)
+    encoding = metadata.get(META_ENCODING, "").strip() or None
+    fmt, file = read_file(
+        str(source), len(data), lambda: data, config.max_file_bytes, written=written, encoding=encoding
+    )
     return Upload(source, output, fmt, file)
+
+
+@runtime_checkable
+class _MetadataReader(Protocol):
+    def read_versioned(self, ref: ObjectRef) -> VersionedObject | None: ...
+
+
+def _read_object(store: ObjectStore, source: ObjectRef) -> tuple[bytes, Mapping[str, str]]:
+    """The object's bytes and, from a store that gives them in the same request (S3, Cloud Storage, a folder),
+    its metadata (``META_ENCODING``)."""
+    if isinstance(store, _MetadataReader):
+        found = store.read_versioned(source)
+        if found is None:
+            raise FileNotFoundError(f"{source} does not exist")
+        return found.data, found.metadata
+    return store.read(source), {}
 
 
 def output_metadata(
