@@ -249,7 +249,10 @@ class DeepLApi:
         if glossary:
             options["glossary"] = glossary.as_dict()
         self.startup.require_service()
-        handle = self.documents.create(DocumentUpload(name, uploaded.data, options, target, formality or None))
+        encoding = (fields.text("encoding") or "").strip() or None  # this server's extension: DeepL has no such field
+        handle = self.documents.create(
+            DocumentUpload(name, uploaded.data, options, target, formality or None, encoding=encoding)
+        )
         return {"document_id": handle.document_id, "document_key": handle.document_key}
 
     def _document(self, document_id: str, fields: RequestFields, result: bool) -> HttpResponse:

@@ -208,7 +208,10 @@ class LibreTranslateApi:
             )
         service = self.startup.require_service()
         deadline = time.monotonic() + config.event_timeout_s - config.deadline_margin_s
-        translated = translate_file(uploaded.data, name, service, TranslateOptions(source=variant), deadline=deadline)
+        encoding = (fields.text("encoding") or "").strip() or None  # this server's extension, as on /v2/document
+        translated = translate_file(
+            uploaded.data, name, service, TranslateOptions(source=variant), deadline=deadline, encoding=encoding
+        )
         download_name = self.files.put(name, translated.data)
         return {"translatedFileUrl": f"{_base_url(request)}{DOWNLOAD_PREFIX}{download_name}"}
 
