@@ -137,3 +137,13 @@ def test_kept_traditional_text_is_not_converted_to_simplified() -> None:
     kept = '<p translate="no">臺灣的雲</p>'
     output = service.translate_many([f"<p>今天天氣很好。</p>{kept}"], TranslateOptions(format="html"))[0]
     assert output.endswith(kept) and not HAN.search(output[: -len(kept)])
+
+
+@needs_shipped_bundle
+def test_an_html_file_keeps_its_translate_no_elements() -> None:
+    from handler.formats import translate_file
+
+    kept = '<span class="notranslate">微信支付</span>'
+    page = f'<html><body><h1>今天天气很好。</h1><p>请使用{kept}付款。</p><p translate="no">不要翻译。</p></body></html>'
+    english = translate_file(page.encode("utf-8"), "page.html", shipped_service(beam_size=1)).data.decode("utf-8")
+    assert kept in english and '<p translate="no">不要翻译。</p>' in english and "今天" not in english
