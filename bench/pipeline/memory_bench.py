@@ -21,7 +21,6 @@ Prints one JSON line of figures; ``bench.pipeline.runtime_bench`` turns it into 
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
 import sys
@@ -200,11 +199,7 @@ def lines(figures: dict[str, Any], title: str) -> list[str]:
     ]
 
 
-def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    print(json.dumps(measure(job)))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from bench.pipeline.side_by_side import serve_job
+
+    sys.exit(serve_job(measure, sys.argv[1:]))

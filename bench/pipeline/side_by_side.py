@@ -138,6 +138,14 @@ def run_process(module: str, job: dict[str, Any], timeout_s: float = 1800) -> di
     return figures_printed(completed, f"{module} ({job.get('engine', '')})")
 
 
+def serve_job(measure: Callable[[dict[str, Any]], dict[str, Any]], argv: Sequence[str]) -> int:
+    """A measuring process's entry point, ``python -m MODULE JOB.json``: ``measure(job)`` printed as one JSON line,
+    the figures ``run_process`` reads."""
+    job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    print(json.dumps(measure(job)))
+    return 0
+
+
 def measure_once(
     measure: Callable[[], dict[str, Any]],
     engine: str,

@@ -23,7 +23,6 @@ characters, ``bench.pipeline.workload``) one after another until the length, cut
 from __future__ import annotations
 
 import hashlib
-import json
 import statistics
 import subprocess
 import sys
@@ -371,11 +370,7 @@ def run_measuring_process(job: dict[str, Any], timeout_s: float) -> dict[str, An
         raise RuntimeError(f"a streaming process ran past {timeout_s:,.0f} s: {error}") from None
 
 
-def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    print(json.dumps(measure(job)))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from bench.pipeline.side_by_side import serve_job
+
+    sys.exit(serve_job(measure, sys.argv[1:]))
