@@ -138,11 +138,13 @@ def test_libretranslate_translates_simplified_and_traditional(base_url: str) -> 
 
 
 def test_libretranslate_languages_and_detect(base_url: str) -> None:
+    # LibreTranslate >= 1.7.2's codes (its language.py model2iso): zh-Hans and zh-Hant, and they translate
     client = LibreTranslateAPI(base_url)
     languages = {entry["code"]: entry for entry in client.languages()}
-    assert languages["zh"]["targets"] == ["en"] and languages["zt"]["targets"] == ["en"]
-    assert client.detect("这个电脑的内存不够")[0]["language"] == "zh"
-    assert client.detect("這個電腦的記憶體不夠")[0]["language"] == "zt"
+    assert languages["zh-Hans"]["targets"] == ["en"] and languages["zh-Hant"]["targets"] == ["en"]
+    assert client.detect("这个电脑的内存不够")[0]["language"] == "zh-Hans"
+    assert client.detect("這個電腦的記憶體不夠")[0]["language"] == "zh-Hant"
+    assert client.translate("今天天氣很好。", "zh-Hant", "en") == client.translate("今天天气很好。", "zh-Hans", "en")
 
 
 def test_libretranslate_refuses_other_pairs_in_its_error_shape(base_url: str) -> None:
@@ -150,11 +152,11 @@ def test_libretranslate_refuses_other_pairs_in_its_error_shape(base_url: str) ->
     with pytest.raises(urllib.error.HTTPError) as raised:
         client.translate("你好", "zh", "fr")
     assert raised.value.code == 400
-    assert "this server translates Chinese" in json.loads(raised.value.read())["error"]
+    assert json.loads(raised.value.read()) == {"error": "fr is not supported"}  # LibreTranslate's words
     with pytest.raises(urllib.error.HTTPError) as raised:
         client.translate("Hallo", "de", "en")
     assert raised.value.code == 400
-    assert "de is not supported as source language" in json.loads(raised.value.read())["error"]
+    assert json.loads(raised.value.read()) == {"error": "de is not supported"}
 
 
 def test_libretranslate_limits_are_the_function_limits(base_url: str) -> None:
@@ -172,7 +174,7 @@ def test_libretranslate_json_lists_and_settings(base_url: str) -> None:
     with urllib.request.urlopen(request) as response:  # noqa: S310 - loopback
         answer = json.loads(response.read())
     assert len(answer["translatedText"]) == 2 and all(isinstance(t, str) for t in answer["translatedText"])
-    assert answer["detectedLanguage"] == [{"language": "zh", "confidence": 100.0}] * 2
+    assert answer["detectedLanguage"] == [{"language": "zh-Hans", "confidence": 100.0}] * 2
     # up to 2 other translations of each text, distinct and none the main one
     assert len(answer["alternatives"]) == 2
     for main, others in zip(answer["translatedText"], answer["alternatives"], strict=True):
@@ -181,6 +183,22 @@ def test_libretranslate_json_lists_and_settings(base_url: str) -> None:
     with urllib.request.urlopen(base_url + "frontend/settings") as response:  # noqa: S310 - loopback
         settings = json.loads(response.read())
     assert settings["charLimit"] == MAX_CHARS and settings["keyRequired"] is False
+
+
+def test_libretranslate_health_as_its_own_health_check_asks(base_url: str) -> None:
+    import urllib.request
+
+    # scripts/healthcheck.py of LibreTranslate: GET /health with a JSON body {}, raise_for_status
+    request = urllib.request.Request(base_url + "health", b"{}", {"Content-Type": "application/json"}, method="GET")
+    with urllib.request.urlopen(request) as response:  # noqa: S310 - loopback
+        assert json.loads(response.read()) == {"status": "ok"}
+    with urllib.request.urlopen(base_url + "spec") as response:  # noqa: S310 - loopback
+        assert "/translate" in json.loads(response.read())["paths"]
+    suggest = urllib.request.Request(base_url + "suggest", b"q=a&s=b&source=zh&target=en")
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(suggest)  # noqa: S310 - loopback
+    assert raised.value.code == 403
+    assert json.loads(raised.value.read()) == {"error": "Suggestions are disabled on this server."}
 
 
 def test_own_api_still_answers_its_own_requests(base_url: str) -> None:
@@ -273,6 +291,9 @@ def test_deepl_glossaries_through_every_adapter(base_url: str) -> None:
 def test_keys_are_required_when_configured(keyed_url: str) -> None:
     with pytest.raises(urllib.error.HTTPError) as raised:
         LibreTranslateAPI(keyed_url).translate("你好", "zh", "en")
+    assert raised.value.code == 400  # LibreTranslate's answer to a missing key (app.py, access_check); a wrong one: 403
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        LibreTranslateAPI(keyed_url, api_key="wrong").translate("你好", "zh", "en")
     assert raised.value.code == 403
     assert LibreTranslateAPI(keyed_url, api_key=API_KEY).translate("今天天气很好。", "zh", "en").strip()
     with pytest.raises(deepl.AuthorizationException):

@@ -94,7 +94,7 @@ def test_a_text_over_the_character_limit_is_refused_by_every_api(client: HttpCli
     assert_refused(post(client, OWN, raw=json.dumps({"text": long_text}).encode()), OWN, 413, rf"{MAX_CHARS}")
     deepl = post(client, DEEPL, raw=json.dumps({"text": [long_text], "target_lang": "EN"}).encode())
     assert_refused(deepl, DEEPL, 413, rf"{MAX_CHARS}")
-    libre = post(client, LIBRE, raw=json.dumps({"q": long_text, "target": "en"}).encode())
+    libre = post(client, LIBRE, raw=json.dumps({"q": long_text, "source": "zh", "target": "en"}).encode())
     assert_refused(libre, LIBRE, 400, rf"{MAX_CHARS}")
 
 
@@ -256,11 +256,22 @@ def test_deepl_bodies_of_every_type_are_refused_in_its_shape(
 
 
 LIBRE_BODIES = [
-    ("/translate", "form, no target", b"q=a", r"no target is not supported as target language"),
-    ("/translate", "form, repeated target", b"q=a&target=en&target=fr", r"'target' must be a string, given once"),
-    ("/translate", "form, bad source", b"q=a&target=en&source=ja", r"ja is not supported as source language"),
-    ("/translate", "form, bad format", b"q=a&target=en&format=pdf", r"format 'pdf' is not supported; use text or html"),
-    ("/translate", "form, bracket list", b"q[]=a&target=en&alternatives=x", r"alternatives must be an integer"),
+    ("/translate", "form, no target", b"q=a&source=zh", r"Invalid request: missing target parameter"),
+    ("/translate", "form, no source", b"q=a&target=en", r"Invalid request: missing source parameter"),
+    (
+        "/translate",
+        "form, repeated target",
+        b"q=a&source=zh&target=en&target=fr",
+        r"'target' must be a string, given once",
+    ),
+    ("/translate", "form, bad source", b"q=a&target=en&source=ja", r"^ja is not supported$"),
+    ("/translate", "form, bad format", b"q=a&source=zh&target=en&format=pdf", r"pdf format is not supported; use text"),
+    (
+        "/translate",
+        "form, bracket list",
+        b"q[]=a&source=zh&target=en&alternatives=x",
+        r"alternatives must be an integer",
+    ),
     ("/translate", "form, not UTF-8", b"q=\xff&target=en", r"the form body is not UTF-8"),
     ("/detect", "form, no q", b"source=zh", r"Invalid request: missing q parameter"),
     ("/detect", "form, empty", b"", r"missing q parameter"),
@@ -323,7 +334,12 @@ MULTIPART_BODIES = [
         multipart(("q", b"\xff\xfe")),
         r"the field '(q|text)' of the multipart/form-data body is not UTF-8",
     ),
-    ("repeated target", MULTIPART, multipart(("q", b"x"), ("target", b"en"), ("target", b"fr")), r"given once"),
+    (
+        "repeated target",
+        MULTIPART,
+        multipart(("q", b"x"), ("source", b"zh"), ("target", b"en"), ("target", b"fr")),
+        r"given once",
+    ),
 ]
 
 
@@ -334,6 +350,7 @@ def test_a_malformed_multipart_body_is_a_400_saying_how_to_send_fields(
 ) -> None:
     if api == DEEPL:
         raw = raw.replace(b'name="q"', b'name="text"').replace(b'name="target"', b'name="target_lang"')
+        raw = raw.replace(b'name="source"', b'name="source_lang"')
     reply = client.call("POST", "/v2/translate" if api == DEEPL else "/translate", headers, raw)
     assert_refused(reply, api, 400, pattern)
 

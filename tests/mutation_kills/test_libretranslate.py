@@ -64,12 +64,16 @@ def error(response: HttpResponse, status: int) -> str:
         ("POST", "/translate", FORM, b"q%5B%5D=a&q%5B%5D=b", True),
         ("POST", "/translate", {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}, b"q=a", True),
         ("POST", "/translate", FORM, b"text=a", False),
+        ("POST", "/translate", FORM, b"source=zh&target=en", True),  # no q: LibreTranslate's 400, not ours
+        ("POST", "/translate", FORM, b"", True),
         ("POST", "/translate", FORM, b"q=&target=en", True),  # an empty q is still LibreTranslate's
         ("POST", "/translate", FORM, b"q=\xff\xfe&target=en", True),  # not UTF-8: claimed, then refused
         ("POST", "/translate", {"Content-Type": "multipart/form-data; boundary=x"}, b"", True),
-        ("POST", "/translate", JSON, b'{"q": "a", "target": "en"}', True),
+        ("POST", "/translate", JSON, b'{"q": "a", "source": "auto", "target": "en"}', True),
         ("POST", "/translate", {"Content-Type": "application/json; charset=utf-8"}, b'{"q": "a"}', True),
         ("POST", "/translate", JSON, b'{"text": "a"}', False),
+        ("POST", "/translate", JSON, b'{"source": "zh", "target": "en"}', True),  # target: LibreTranslate's only
+        ("POST", "/translate", JSON, b'{"source": "zh"}', False),  # source: this API's option too
         ("POST", "/translate", JSON, b'{"q": "a", "text": "b"}', False),
         ("POST", "/translate", JSON, b'{"q": "a", "texts": ["b"]}', False),
         ("POST", "/translate", JSON, b'["q"]', False),
@@ -82,6 +86,9 @@ def error(response: HttpResponse, status: int) -> str:
         ("POST", "/detect", {}, b"", True),
         ("GET", "/frontend/settings", {}, b"", True),
         ("GET", "/healthz", {}, b"", False),
+        ("GET", "/health", {}, b"", True),
+        ("GET", "/spec", {}, b"", True),
+        ("POST", "/suggest", {}, b"", True),
     ],
 )
 def test_the_requests_it_claims(method: str, path: str, headers: dict[str, str], payload: bytes, claimed: bool) -> None:
@@ -94,19 +101,22 @@ def test_a_method_a_route_does_not_answer_is_405_with_allow() -> None:
     response = call(libre, "GET", "/translate")
     assert error(response, 405) == "/translate answers POST"
     assert response.headers["Allow"] == "POST"
-    response = call(libre, "DELETE", "/languages")
-    assert error(response, 405) == "/languages answers GET and POST"
-    assert response.headers["Allow"] == "GET, POST"
+    response = call(libre, "POST", "/languages")  # LibreTranslate's test_api_get_languages_must_fail_bad_request_type
+    assert error(response, 405) == "/languages answers GET"
+    assert response.headers["Allow"] == "GET"
     assert call(libre, "HEAD", "/languages").status == 200
     assert call(libre, "HEAD", "/detect").status == 405
+    assert error(call(libre, "POST", "/health"), 405) == "/health answers GET"  # LibreTranslate's test_api_health
+    assert error(call(libre, "POST", "/spec"), 405) == "/spec answers GET"  # its test_api_spec
+    assert error(call(libre, "GET", "/suggest"), 405) == "/suggest answers POST"
 
 
 def test_languages_and_settings() -> None:
     libre, _ = api(max_chars=1234)
     assert body(call(libre, "GET", "/languages")) == list(LANGUAGES)
-    assert body(call(libre, "POST", "/languages")) == [
-        {"code": "zh", "name": "Chinese", "targets": ["en"]},
-        {"code": "zt", "name": "Chinese (traditional)", "targets": ["en"]},
+    assert body(call(libre, "GET", "/languages")) == [
+        {"code": "zh-Hans", "name": "Chinese", "targets": ["en"]},
+        {"code": "zh-Hant", "name": "Chinese (traditional)", "targets": ["en"]},
         {"code": "en", "name": "English", "targets": []},
     ]
     assert body(call(libre, "GET", "/frontend/settings")) == {
@@ -139,7 +149,6 @@ def test_one_text_and_a_list() -> None:
 @pytest.mark.parametrize(
     ("source", "variant"),
     [
-        (None, AUTO),
         ("auto", AUTO),
         ("zh", SIMPLIFIED),
         ("zh-Hans", SIMPLIFIED),
@@ -160,11 +169,11 @@ def test_the_source_code_maps_onto_the_chinese_variant(source: str | None, varia
 def test_an_automatic_source_reports_the_detected_language() -> None:
     libre, _ = api()
     one = body(translate(libre, {"q": "這個軟體", "source": "auto", "target": "en"}))
-    assert one["detectedLanguage"] == {"language": "zt", "confidence": 100.0}
-    many = body(translate(libre, {"q": ["这个软件", "你好"], "target": "en"}))
+    assert one["detectedLanguage"] == {"language": "zh-Hant", "confidence": 100.0}
+    many = body(translate(libre, {"q": ["这个软件", "你好"], "source": "auto", "target": "en"}))
     assert many["detectedLanguage"] == [
-        {"language": "zh", "confidence": 100.0},
-        {"language": "zh", "confidence": 100.0},
+        {"language": "zh-Hans", "confidence": 100.0},
+        {"language": "zh-Hans", "confidence": 100.0},
     ]
     assert "detectedLanguage" not in body(translate(libre, {"q": "你好", "source": "zh", "target": "en"}))
 
@@ -175,23 +184,74 @@ def test_each_english_target(target: str) -> None:
     assert translate(libre, {"q": "2026年", "source": "zh", "target": target}).status == 200
 
 
-def test_another_target_or_source_is_refused() -> None:
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [  # LibreTranslate's checks, in its order (libretranslate/app.py, translate(); its test_api_translate.py)
+        ({"source": "zh", "target": "en"}, "Invalid request: missing q parameter"),
+        ({"q": "", "source": "zh", "target": "en"}, "Invalid request: missing q parameter"),
+        ({"q": [], "source": "zh", "target": "en"}, "Invalid request: missing q parameter"),
+        ({"q": "你好", "target": "en"}, "Invalid request: missing source parameter"),
+        ({"q": "你好", "source": "", "target": "en"}, "Invalid request: missing source parameter"),
+        ({"q": "你好", "source": "zh"}, "Invalid request: missing target parameter"),
+        ({"q": "", "target": "en"}, "Invalid request: missing q parameter"),  # q first
+        ({"q": "你好", "source": "zh", "target": "zz"}, "zz is not supported"),  # its test, word for word
+        ({"q": "你好", "source": "ja", "target": "zz"}, "ja is not supported"),  # the source first
+        ({"q": "你好", "source": "zh", "target": "fr", "format": "md"}, "fr is not supported"),
+    ],
+)
+def test_libretranslates_400s(payload: dict[str, Any], problem: str) -> None:
     libre, service = api()
-    assert error(translate(libre, {"q": "你好", "source": "zh"}), 400) == (
-        "no target is not supported as target language: this server translates Chinese (zh, zt) to English (target en)"
-    )
-    assert error(translate(libre, {"q": "你好", "target": "fr"}), 400).startswith("fr is not supported as target")
-    assert error(translate(libre, {"q": "你好", "source": "ja", "target": "en"}), 400) == (
-        "ja is not supported as source language: this server translates Chinese (zh, zt, zh-Hans, zh-Hant or auto) "
-        "to English"
-    )
+    assert error(translate(libre, payload), 400) == problem
+    form = urlencode({k: v for k, v in payload.items() if not isinstance(v, list)}).encode()
+    if not isinstance(payload.get("q"), list):  # a form body, as libretranslatepy sends, gets the same answer
+        assert error(call(libre, "POST", "/translate", form, FORM), 400) == problem
     assert service.options == []
+
+
+def test_char_limit_is_each_texts_and_the_batch_limit_the_number_of_texts() -> None:
+    libre, service = api(max_chars=10, max_texts=3)
+    assert body(call(libre, "GET", "/frontend/settings"))["charLimit"] == 10
+    # three texts of 10 characters: 30 in all, each within charLimit, as LibreTranslate counts (app.py, translate())
+    texts = ["今天天气很好今天天气", "2026年3月1日晴", "一二三四五六七八九十"]
+    answer = body(translate(libre, {"q": texts, "source": "zh", "target": "en"}))
+    assert len(answer["translatedText"]) == 3
+    assert len(service.options) == 3  # the service's own limit is a call's total: one text a call here
+    assert error(translate(libre, {"q": "一二三四五六七八九十一", "source": "zh", "target": "en"}), 400) == (
+        "Invalid request: request (11) exceeds text limit (10): at most 10 characters a text (TRANSLATE_MAX_CHARS)"
+    )
+    assert error(translate(libre, {"q": ["你", "好", "吗", "？"], "source": "zh", "target": "en"}), 400) == (
+        "Invalid request: request (4) exceeds text limit (3): at most 3 texts a request (TRANSLATE_MAX_TEXTS)"
+    )
+    # a form's text is counted with its line breaks made \n, as LibreTranslate does for a form (not for JSON)
+    crlf = "一二三四\r\n五六七八九"  # 11 characters, 10 once CRLF is LF
+    assert (
+        call(libre, "POST", "/translate", urlencode({"q": crlf, "source": "zh", "target": "en"}).encode(), FORM).status
+        == 200
+    )
+    assert error(translate(libre, {"q": crlf, "source": "zh", "target": "en"}), 400).startswith(
+        "Invalid request: request (11)"
+    )
+
+
+def test_health_spec_and_suggest_answer_as_libretranslate_does() -> None:
+    libre, _ = api(api_keys=(KEY,))
+    health = call(libre, "GET", "/health")  # open, as LibreTranslate's (its healthcheck.py sends no key)
+    assert (health.status, body(health)) == (200, {"status": "ok"})
+    spec = body(call(libre, "GET", "/spec"))
+    assert spec["openapi"].startswith("3.1") and {"/translate", "/detect", "/health", "/spec", "/suggest"} <= set(
+        spec["paths"]
+    )
+    # suggestions off (LibreTranslate's default): 403 whatever the body, before the key (app.py, suggest())
+    for payload in (b"", b'{"q": "a", "s": "b", "source": "zh", "target": "en"}', b"{not json"):
+        assert error(call(libre, "POST", "/suggest", payload, JSON), 403) == "Suggestions are disabled on this server."
+    broken = LibreTranslateApi(Startup(shipped_config(), None, ModelUnavailableError("the bundle is missing"), 0.0))
+    assert error(call(broken, "GET", "/health"), 500) == "the bundle is missing"
 
 
 @pytest.mark.parametrize(("format", "expected"), [(None, "text"), ("text", "text"), ("html", "html"), ("HTML", "html")])
 def test_the_format_maps_onto_the_services(format: str | None, expected: str) -> None:
     libre, service = api()
-    payload = {"q": "<p>你好</p>", "target": "en", **({"format": format} if format is not None else {})}
+    payload = {"q": "<p>你好</p>", "source": "zh", "target": "en", **({"format": format} if format is not None else {})}
     response = translate(libre, payload)
     assert response.status == 200
     assert service.options[-1].format == expected
@@ -201,8 +261,8 @@ def test_the_format_maps_onto_the_services(format: str | None, expected: str) ->
 
 def test_another_format_is_refused() -> None:
     libre, _ = api()
-    assert error(translate(libre, {"q": "你", "target": "en", "format": "markdown"}), 400) == (
-        "format 'markdown' is not supported; use text or html"
+    assert error(translate(libre, {"q": "你", "source": "auto", "target": "en", "format": "markdown"}), 400) == (
+        "markdown format is not supported; use text or html"
     )
 
 
@@ -211,6 +271,7 @@ def test_alternatives_are_answered_when_asked_for(alternatives: object, asked: i
     libre, _ = api()
     payload = {
         "q": "今天天气很好。",
+        "source": "zh",
         "target": "en",
         **({"alternatives": alternatives} if alternatives is not None else {}),
     }
@@ -243,16 +304,19 @@ def test_alternatives_are_answered_when_asked_for(alternatives: object, asked: i
 )
 def test_a_wrong_alternatives_count_is_refused(alternatives: object, problem: str) -> None:
     libre, _ = api()
-    assert error(translate(libre, {"q": "你", "target": "en", "alternatives": alternatives}), 400) == problem
+    assert (
+        error(translate(libre, {"q": "你", "source": "auto", "target": "en", "alternatives": alternatives}), 400)
+        == problem
+    )
 
 
 @pytest.mark.parametrize(
     ("payload", "problem"),
     [
         ({"target": "en"}, "Invalid request: missing q parameter"),
-        ({"q": 5, "target": "en"}, "Invalid request: q must be a string or a list of strings"),
-        ({"q": ["a", 1], "target": "en"}, "Invalid request: q must be a string or a list of strings"),
-        ({"q": None, "target": "en"}, "Invalid request: q must be a string or a list of strings"),
+        ({"q": 5, "source": "auto", "target": "en"}, "Invalid request: q must be a string or a list of strings"),
+        ({"q": ["a", 1], "source": "auto", "target": "en"}, "Invalid request: q must be a string or a list of strings"),
+        ({"q": None, "source": "auto", "target": "en"}, "Invalid request: missing q parameter"),
     ],
 )
 def test_q_must_be_a_string_or_a_list_of_them(payload: dict[str, Any], problem: str) -> None:
@@ -274,16 +338,15 @@ def test_a_form_body_as_libretranslates_clients_send_it() -> None:
 @pytest.mark.parametrize(
     ("q", "expected"),
     [
-        ("这个软件很好", {"language": "zh", "confidence": 100.0}),
-        ("這個軟體很好", {"language": "zt", "confidence": 100.0}),
-        ("你好 ab", {"language": "zh", "confidence": 50.0}),
-        ("你", {"language": "zh", "confidence": 100.0}),
+        ("这个软件很好", {"language": "zh-Hans", "confidence": 100.0}),
+        ("這個軟體很好", {"language": "zh-Hant", "confidence": 100.0}),
+        ("你好 ab", {"language": "zh-Hans", "confidence": 50.0}),
+        ("你", {"language": "zh-Hans", "confidence": 100.0}),
         # unassigned Han code points: no letters, capped
-        ("\U0002fa1e\U0002fa1f", {"language": "zh", "confidence": 100.0}),
-        ("你好 abcd", {"language": "zh", "confidence": 33.3}),
+        ("\U0002fa1e\U0002fa1f", {"language": "zh-Hans", "confidence": 100.0}),
+        ("你好 abcd", {"language": "zh-Hans", "confidence": 33.3}),
         ("hello", {"language": "en", "confidence": 100.0}),
         ("123 !", {"language": "en", "confidence": 0.0}),
-        ("", {"language": "en", "confidence": 0.0}),
     ],
 )
 def test_detect(q: str, expected: dict[str, object]) -> None:
@@ -296,9 +359,11 @@ def test_detect(q: str, expected: dict[str, object]) -> None:
 def test_detect_looks_at_every_text_of_a_list() -> None:
     libre, _ = api()
     assert body(call(libre, "POST", "/detect", json.dumps({"q": ["hello", "這個軟體"]}).encode(), JSON)) == [
-        {"language": "zt", "confidence": 44.4}
+        {"language": "zh-Hant", "confidence": 44.4}
     ]
-    assert error(call(libre, "POST", "/detect", b"{}", JSON), 400) == "Invalid request: missing q parameter"
+    for empty in (b"{}", b'{"q": ""}', b'{"q": []}'):  # LibreTranslate: if not q: abort(400)
+        assert error(call(libre, "POST", "/detect", empty, JSON), 400) == "Invalid request: missing q parameter"
+    assert error(call(libre, "POST", "/detect"), 400) == "Invalid request: missing q parameter"  # its own test
 
 
 # --- keys and failures ----------------------------------------------------------------------------------------
@@ -306,8 +371,8 @@ def test_detect_looks_at_every_text_of_a_list() -> None:
 
 def test_with_keys_translate_and_detect_need_one() -> None:
     libre, _ = api(api_keys=(KEY,))
-    payload = {"q": "2026年", "target": "en"}
-    assert error(translate(libre, payload), 403) == (
+    payload = {"q": "2026年", "source": "auto", "target": "en"}
+    assert error(translate(libre, payload), 400) == (  # LibreTranslate: no key where one is needed is 400
         "Visit the server's operator to get an API key: api_key is required (TRANSLATE_API_KEYS is set)"
     )
     assert error(translate(libre, {**payload, "api_key": "wrong"}), 403) == (
@@ -316,7 +381,10 @@ def test_with_keys_translate_and_detect_need_one() -> None:
     )
     assert translate(libre, {**payload, "api_key": KEY}).status == 200
     assert translate(libre, payload, {"X-API-Key": KEY}).status == 200
-    assert error(call(libre, "POST", "/detect", b'{"q": "a"}', JSON), 403).startswith("Visit the server's operator")
+    assert error(call(libre, "POST", "/detect", b'{"q": "a"}', JSON), 400).startswith("Visit the server's operator")
+    assert error(call(libre, "POST", "/detect", b'{"q": "a"}', {**JSON, "X-API-Key": "wrong"}), 403).startswith(
+        "Invalid"
+    )
     assert call(libre, "GET", "/languages").status == 200
 
 
@@ -335,7 +403,7 @@ def test_each_failure_has_libretranslates_status(
     libre, service = api()
     service.failure = failure
     with caplog.at_level(logging.ERROR, logger="handler.api.compat.libretranslate"):
-        response = translate(libre, {"q": "你好", "target": "en"})
+        response = translate(libre, {"q": "你好", "source": "auto", "target": "en"})
     assert error(response, status) == str(failure)
     logged = [r.getMessage() for r in caplog.records if r.name == "handler.api.compat.libretranslate"]
     assert logged == (
@@ -347,7 +415,7 @@ def test_an_unexpected_error_is_500_without_details(caplog: pytest.LogCaptureFix
     libre, service = api()
     service.failure = RuntimeError("secret detail")
     with caplog.at_level(logging.ERROR, logger="handler.api.compat.libretranslate"):
-        response = translate(libre, {"q": "你好", "target": "en"})
+        response = translate(libre, {"q": "你好", "source": "auto", "target": "en"})
     assert error(response, 500) == "internal error while translating; the function's log has the details"
     assert caplog.records[-1].getMessage() == "LibreTranslate /translate failed with an unexpected error"
     assert caplog.records[-1].exc_info is not None
@@ -355,7 +423,7 @@ def test_an_unexpected_error_is_500_without_details(caplog: pytest.LogCaptureFix
 
 def test_a_model_that_is_not_there_is_500_and_the_rest_still_answers() -> None:
     libre = LibreTranslateApi(Startup(shipped_config(), None, ModelUnavailableError("the bundle is missing"), 0.0))
-    assert error(translate(libre, {"q": "你好", "target": "en"}), 500) == "the bundle is missing"
+    assert error(translate(libre, {"q": "你好", "source": "auto", "target": "en"}), 500) == "the bundle is missing"
     assert call(libre, "GET", "/languages").status == 200
     assert call(libre, "GET", "/frontend/settings").status == 200
 
@@ -365,7 +433,7 @@ def test_a_body_over_the_limit_is_refused() -> None:
     assert MAX_BODY_BYTES == 10 * 1024 * 1024
     response = call(libre, "POST", "/translate", b"q=" + b"a" * MAX_BODY_BYTES, FORM)
     assert error(response, 400).startswith("the request body is 10,485,762 bytes; the limit is 10,485,760")
-    assert call(libre, "POST", "/languages", b"a" * (MAX_BODY_BYTES - 1), FORM).status == 200
+    assert call(libre, "POST", "/detect", b"q=" + b"a" * (MAX_BODY_BYTES - 3), FORM).status == 200
 
 
 def test_its_routes() -> None:
@@ -373,8 +441,11 @@ def test_its_routes() -> None:
     assert libre.routes == {
         "/translate": ("POST",),
         "/detect": ("POST",),
-        "/languages": ("GET", "POST"),
+        "/languages": ("GET",),
         "/frontend/settings": ("GET",),
         "/translate_file": ("POST",),
         "/download_file/{filename}": ("GET",),
+        "/health": ("GET",),
+        "/spec": ("GET",),
+        "/suggest": ("POST",),
     }

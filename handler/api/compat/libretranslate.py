@@ -1,18 +1,24 @@
-"""LibreTranslate's API on the translation service, for its clients (libretranslatepy, browser extensions, apps).
+"""LibreTranslate's API on the translation service, for its clients (libretranslatepy, browser extensions, apps), as
+LibreTranslate >= 1.7.2 answers it (checked against 1.9.6's libretranslate/app.py and its tests; docs/compatibility.md
+lists each route's differences).
 
-Routes (as LibreTranslate serves them; JSON, form-encoded or multipart/form-data bodies, GET parameters in the
-query string):
+Routes (JSON, form-encoded or multipart/form-data bodies, GET parameters in the query string):
 
-``POST /translate``         ``q`` (a string or a list), ``source`` ("zh", "zt", "zh-Hans", "zh-Hant", "auto", ...),
+``POST /translate``         ``q`` (a string or a list), ``source`` ("zh-Hans", "zh-Hant", "zh", "zt", "auto", ...),
                             ``target`` ("en"), ``format`` ("text" or "html"), ``api_key``, ``alternatives``
                             → ``{"translatedText": ...}`` (a list for a list), with ``detectedLanguage`` when the
                             source was "auto" and, when ``alternatives`` is 1 to 5 (``MAX_ALTERNATIVES``; more is
                             refused with 400), ``alternatives``: up to that many other distinct translations of each
                             text, from the beam search (``TranslationService.translate_alternatives`` says which).
-                            Told apart from this server's own ``POST /translate`` by its ``q`` field or a form body.
-``POST /detect``            ``q`` → ``[{"language": "zh", "confidence": 97.0}]`` ("zt" for Traditional Chinese)
-``GET|POST /languages``     the pairs this server translates: zh → en and zt → en
+                            Checked in LibreTranslate's order with its messages: ``q``, ``source`` and ``target``
+                            required, ``charLimit`` (TRANSLATE_MAX_CHARS) each text's, at most TRANSLATE_MAX_TEXTS
+                            texts. Told apart from this server's own ``POST /translate`` by its fields (``claims``).
+``POST /detect``            ``q`` → ``[{"language": "zh-Hans", "confidence": 97.0}]`` ("zh-Hant" for Traditional)
+``GET /languages``          the pairs this server translates: zh-Hans → en and zh-Hant → en
 ``GET /frontend/settings``  the character limit, whether a key is required, the default languages, the file formats
+``GET /health``             ``{"status": "ok"}`` (what LibreTranslate's health check asks); 500 without a model
+``GET /spec``               the OpenAPI document (``handler.api.openapi``, as ``/openapi.json``)
+``POST /suggest``           403: suggestions are off, as on LibreTranslate without ``--suggestions``
 ``POST /translate_file``    multipart ``file``, ``source``, ``target``, ``api_key`` → ``{"translatedFileUrl":
                             "<scheme>://<host>/download_file/<token>-<name>"}``: translated at once, within the
                             request (``handler.formats.translate_file``; the suffixes of
@@ -20,9 +26,9 @@ query string):
 ``GET /download_file/<token>-<name>``  that file (Content-Type of its format); the 128-bit token is its credential
 
 Errors are LibreTranslate's: ``{"error": "message"}`` with 400 (bad or too large request, unsupported language or
-file format, a corrupt file), 413 (a file over ``TRANSLATE_MAX_FILE_BYTES``), 403 (missing or invalid ``api_key``, or
-this server's ``X-API-Key`` / ``Authorization: Bearer``, when keys are configured: ``handler.api.keys``), 404 (an
-unknown download) and 405, 500 (translation failed or the model is unavailable).
+file format, a corrupt file, no ``api_key`` when keys are configured), 413 (a file over ``TRANSLATE_MAX_FILE_BYTES``),
+403 (an invalid ``api_key``, or this server's ``X-API-Key`` / ``Authorization: Bearer``: ``handler.api.keys``;
+``/suggest``), 404 (an unknown download) and 405, 500 (translation failed or the model is unavailable).
 """
 
 from __future__ import annotations
@@ -46,11 +52,11 @@ from handler.api.compat.fields import (
     key_is_valid,
     read_fields,
 )
-from handler.api.keys import ApiKeys
+from handler.api.keys import ApiKeys, presented_key
 from handler.api.messages import ErrorShape, read_json, status_for
 from handler.coldstart import Startup
-from handler.config import ENV_API_KEYS
-from handler.errors import InvalidRequestError, TranslatorError
+from handler.config import ENV_API_KEYS, ENV_MAX_CHARS, ENV_MAX_TEXTS
+from handler.errors import DeadlineExceededError, InvalidRequestError, TranslatorError
 from handler.formats import FILE_SUFFIXES, content_type_for, suffix_of, translate_file
 from handler.options import MAX_ALTERNATIVES, TranslateOptions
 from handler.storage.state import StateLocation, local_state
@@ -60,23 +66,35 @@ from handler.text.script_conversion import HONG_KONG, SIMPLIFIED, TAIWAN, TRADIT
 logger = logging.getLogger(__name__)
 
 TARGET = "en"
-# the codes this server lists (LibreTranslate's classic ones); the others of _SOURCES are accepted too
+# the codes LibreTranslate >= 1.7.2 answers (libretranslate/language.py ``model2iso``: zh -> zh-Hans, zt -> zh-Hant);
+# as a source, the classic zh / zt and every spelling of handler.options are accepted too (``iso2model``)
+SIMPLIFIED_CODE = "zh-Hans"
+TRADITIONAL_CODE = "zh-Hant"
 LANGUAGES = (
-    {"code": "zh", "name": "Chinese", "targets": [TARGET]},
-    {"code": "zt", "name": "Chinese (traditional)", "targets": [TARGET]},
+    {"code": SIMPLIFIED_CODE, "name": "Chinese", "targets": [TARGET]},
+    {"code": TRADITIONAL_CODE, "name": "Chinese (traditional)", "targets": [TARGET]},
     {"code": TARGET, "name": "English", "targets": []},
 )
-_CODE_BY_VARIANT = {SIMPLIFIED: "zh", TRADITIONAL: "zt", TAIWAN: "zt", HONG_KONG: "zt"}
+_CODE_BY_VARIANT = {
+    SIMPLIFIED: SIMPLIFIED_CODE,
+    TRADITIONAL: TRADITIONAL_CODE,
+    TAIWAN: TRADITIONAL_CODE,
+    HONG_KONG: TRADITIONAL_CODE,
+}
+SUGGESTIONS_DISABLED = "Suggestions are disabled on this server."  # LibreTranslate's words (app.py, /suggest)
 _FORMATS = {"text": "text", "html": "html"}
 MAX_BODY_BYTES = 10 * 1024 * 1024
 
 ROUTES: dict[str, tuple[str, ...]] = {
     "/translate": ("POST",),
     "/detect": ("POST",),
-    "/languages": ("GET", "POST"),
+    "/languages": ("GET",),  # POST: 405, as LibreTranslate (its test_api_get_languages.py)
     "/frontend/settings": ("GET",),
     "/translate_file": ("POST",),
     "/download_file/{filename}": ("GET",),  # {filename}: what translatedFileUrl names (DOWNLOAD_PREFIX)
+    "/health": ("GET",),
+    "/spec": ("GET",),
+    "/suggest": ("POST",),
 }
 DOWNLOAD_PREFIX = "/download_file/"
 
@@ -89,6 +107,7 @@ class LibreTranslateApi:
         self.files = TranslatedFiles(state or (lambda: local_state(config)))
         self.keys = ApiKeys.of(startup.config.api_keys)
         self.routes = ROUTES
+        self._openapi: dict[str, Any] | None = None
 
     def route_of(self, path: str) -> str | None:
         return path if path in ROUTES else None
@@ -104,7 +123,7 @@ class LibreTranslateApi:
         content_type = request.headers.get("content-type", "").lower()
         if content_type.startswith(FORM_TYPE):  # LibreTranslate's clients send forms; this server's API takes JSON
             fields = parse_qs(request.body.decode("utf-8", "replace"), keep_blank_values=True)
-            return "q" in fields or "q[]" in fields
+            return not any(name in fields for name in ("text", "texts"))  # those: this API's, told to send JSON
         if content_type.startswith(MULTIPART_TYPE):  # a browser's FormData, as LibreTranslate's page sends
             return True
         if "json" not in content_type:
@@ -113,7 +132,9 @@ class LibreTranslateApi:
             payload = read_json(request.body)
         except InvalidRequestError:  # unreadable (not UTF-8, too deep, NaN...): LibreTranslate's if it names q only
             return b'"q"' in request.body and b'"text' not in request.body
-        return isinstance(payload, dict) and "q" in payload and not any(name in payload for name in ("text", "texts"))
+        if not isinstance(payload, dict) or any(name in payload for name in ("text", "texts")):
+            return False
+        return "q" in payload or "target" in payload  # target: LibreTranslate's field only (this API's is English)
 
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
         try:
@@ -126,6 +147,13 @@ class LibreTranslateApi:
                 )
             if path.startswith(DOWNLOAD_PREFIX):
                 return self._download(path[len(DOWNLOAD_PREFIX) :])
+            if path == "/health":  # what LibreTranslate's healthcheck.py asks; unhealthy (500) without a model
+                self.startup.require_service()
+                return json_response(200, {"status": "ok"})
+            if path == "/spec":
+                return json_response(200, self._spec())
+            if path == "/suggest":  # LibreTranslate without --suggestions: 403 before reading anything, key or not
+                raise ApiStatus(403, SUGGESTIONS_DISABLED)
             files: dict[str, UploadedFile] = {}
             fields = read_fields(request, MAX_BODY_BYTES, files if path == "/translate_file" else None)
             if path == "/languages":
@@ -150,6 +178,15 @@ class LibreTranslateApi:
             return json_response(500, {"error": "internal error while translating; the function's log has the details"})
 
     # --- routes ---------------------------------------------------------------------------------------------
+    def _spec(self) -> dict[str, Any]:
+        """The OpenAPI document of this server (``/openapi.json``'s), built on first use."""
+        if self._openapi is None:
+            # imported here: handler.api.openapi describes the drop-in APIs, so it imports their package
+            from handler.api.openapi import build_document
+
+            self._openapi = build_document(self.startup.config)
+        return self._openapi
+
     def _settings(self) -> dict[str, Any]:
         return {
             "charLimit": self.startup.config.max_chars,
@@ -166,13 +203,18 @@ class LibreTranslateApi:
         }
 
     def _check_key(self, request: HttpRequest, fields: RequestFields) -> None:
-        if not key_is_valid(request, fields.text("api_key"), self.keys):
-            raise UnauthorizedError(
-                "Invalid API key: this server requires an api_key from its list (TRANSLATE_API_KEYS); "
-                "ask the server's operator for one"
-                if fields.get("api_key")
-                else f"Visit the server's operator to get an API key: api_key is required ({ENV_API_KEYS} is set)"
+        """LibreTranslate's answers (app.py ``access_check``): a wrong key 403, no key where one is needed 400."""
+        parameter = fields.text("api_key")
+        if key_is_valid(request, parameter, self.keys):
+            return
+        if presented_key(request.headers, parameter) is None:
+            raise ApiStatus(
+                400, f"Visit the server's operator to get an API key: api_key is required ({ENV_API_KEYS} is set)"
             )
+        raise UnauthorizedError(
+            "Invalid API key: this server requires an api_key from its list (TRANSLATE_API_KEYS); "
+            "ask the server's operator for one"
+        )
 
     def _detect(self, fields: RequestFields) -> list[dict[str, Any]]:
         texts, _ = _queries(fields)
@@ -183,7 +225,8 @@ class LibreTranslateApi:
         if not found.han:
             return [{"language": TARGET, "confidence": 100.0 if letters else 0.0}]
         confidence = round(100.0 * found.han / max(1, letters), 1)
-        return [{"language": _CODE_BY_VARIANT.get(found.variant, "zh"), "confidence": min(100.0, confidence)}]
+        code = _CODE_BY_VARIANT.get(found.variant, SIMPLIFIED_CODE)
+        return [{"language": code, "confidence": min(100.0, confidence)}]
 
     def _translate_file(
         self, request: HttpRequest, fields: RequestFields, files: dict[str, UploadedFile]
@@ -191,6 +234,8 @@ class LibreTranslateApi:
         uploaded = files.get("file")
         if uploaded is None:
             raise ApiStatus(400, "Invalid request: missing file parameter (a multipart/form-data file field 'file')")
+        _require(fields, "source")
+        _require(fields, "target")
         variant = _languages(fields)
         name = uploaded.filename.replace("\\", "/").rsplit("/", 1)[-1].strip()
         if suffix_of(name) not in FILE_SUFFIXES:
@@ -231,19 +276,36 @@ class LibreTranslateApi:
         return HttpResponse(200, headers, kept.data)
 
     def _translate(self, fields: RequestFields) -> dict[str, Any]:
+        """LibreTranslate's checks in its order (app.py ``translate``): q, source, target, alternatives, the batch
+        limit, the character limit of each text, the languages, the format."""
         texts, is_list = _queries(fields)
+        _require(fields, "source")
+        _require(fields, "target")
+        alternatives = _alternatives(fields)
+        if fields.form:  # LibreTranslate makes a form's line breaks "\n" (RFC 2046's CRLF), then counts and translates
+            texts = ["\n".join(text.splitlines()) for text in texts]
+        self._check_limits(texts, is_list)
         variant = _languages(fields)
         text_format = _FORMATS.get((fields.text("format") or "text").lower())
         if text_format is None:
-            raise ApiStatus(400, f"format {fields.text('format')!r} is not supported; use text or html")
-        alternatives = _alternatives(fields)
+            raise ApiStatus(400, f"{fields.text('format')} format is not supported; use text or html")
         service = self.startup.require_service()
         options = TranslateOptions(format=text_format, source=variant)
-        if alternatives:
-            found = service.translate_alternatives(texts, options, alternatives)
-            translations = [item.text for item in found]
-        else:
-            translations = service.translate_many(texts, options)
+        translations: list[str] = []
+        others: list[list[str]] = []
+        config = self.startup.config
+        deadline = time.monotonic() + config.event_timeout_s - config.deadline_margin_s
+        for group in _groups(texts, config.max_chars):  # each text within charLimit; the service's total per call
+            if time.monotonic() >= deadline:
+                raise DeadlineExceededError(
+                    f"out of time after {len(translations)} of {len(texts)} texts; send fewer or shorter texts"
+                )
+            if alternatives:
+                found = service.translate_alternatives(group, options, alternatives)
+                translations += [item.text for item in found]
+                others += [list(item.alternatives) for item in found]
+            else:
+                translations += service.translate_many(group, options)
         result: dict[str, Any] = {"translatedText": translations if is_list else translations[0]}
         if variant == "auto":
             detected = [
@@ -251,9 +313,27 @@ class LibreTranslateApi:
             ]
             result["detectedLanguage"] = detected if is_list else detected[0]
         if alternatives:
-            others = [list(item.alternatives) for item in found]
             result["alternatives"] = others if is_list else others[0]
         return result
+
+    def _check_limits(self, texts: list[str], is_list: bool) -> None:
+        """LibreTranslate's batch limit (TRANSLATE_MAX_TEXTS texts) and character limit: ``charLimit`` is each
+        text's (TRANSLATE_MAX_CHARS)."""
+        config = self.startup.config
+        if is_list and len(texts) > config.max_texts:
+            raise ApiStatus(
+                400,
+                f"Invalid request: request ({len(texts)}) exceeds text limit ({config.max_texts}): at most "
+                f"{config.max_texts} texts a request ({ENV_MAX_TEXTS})",
+            )
+        for text in texts:
+            size = len(text)
+            if size > config.max_chars:
+                raise ApiStatus(
+                    400,
+                    f"Invalid request: request ({size}) exceeds text limit ({config.max_chars}): at most "
+                    f"{config.max_chars} characters a text ({ENV_MAX_CHARS})",
+                )
 
 
 def _base_url(request: HttpRequest) -> str:
@@ -267,36 +347,49 @@ def _base_url(request: HttpRequest) -> str:
 
 
 def _languages(fields: RequestFields) -> str:
-    """The source variant of a request translating ``source`` to ``target`` (which must be English)."""
-    source = (fields.text("source") or "auto").strip()
+    """The source variant of a request translating ``source`` to ``target`` (which must be English); LibreTranslate's
+    words for a language it has no model for, the source checked first (app.py: "%(lang)s is not supported")."""
+    source = (fields.text("source") or "").strip()
     target = (fields.text("target") or "").strip()
-    if target.lower() not in (TARGET, "en-us", "en-gb"):
-        raise ApiStatus(
-            400,
-            f"{target or 'no target'} is not supported as target language: this server translates Chinese "
-            f"(zh, zt) to English (target en)",
-        )
     try:
         variant = canonical_variant(source)
     except InvalidRequestError:
-        raise ApiStatus(
-            400,
-            f"{source} is not supported as source language: this server translates Chinese (zh, zt, "
-            f"zh-Hans, zh-Hant or auto) to English",
-        ) from None
+        raise ApiStatus(400, f"{source} is not supported") from None
+    if target.lower() not in (TARGET, "en-us", "en-gb"):
+        raise ApiStatus(400, f"{target} is not supported")
     return variant
 
 
+def _require(fields: RequestFields, name: str) -> None:
+    """LibreTranslate's 400 for a parameter absent or empty (app.py: ``if not source_lang: abort(400, ...)``)."""
+    if not fields.text(name):
+        raise ApiStatus(400, f"Invalid request: missing {name} parameter")
+
+
 def _queries(fields: RequestFields) -> tuple[list[str], bool]:
-    """``q`` as a list of texts and whether it was given as a list."""
-    if "q" not in fields:
-        raise ApiStatus(400, "Invalid request: missing q parameter")
+    """``q`` as a list of texts and whether it was given as a list; absent, "" or [] is LibreTranslate's 400."""
     value = fields.get("q")
+    if value is None or value == "" or value == []:
+        raise ApiStatus(400, "Invalid request: missing q parameter")
     if isinstance(value, str):
         return [value], False
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return list(value), True
     raise ApiStatus(400, "Invalid request: q must be a string or a list of strings")
+
+
+def _groups(texts: list[str], max_chars: int) -> list[list[str]]:
+    """``texts`` in order, cut into runs of at most ``max_chars`` characters in all (each text is within it): the
+    service's limit a call, while LibreTranslate's ``charLimit`` is each text's."""
+    groups: list[list[str]] = []
+    size = 0
+    for text in texts:
+        if not groups or size + len(text) > max_chars:
+            groups.append([])
+            size = 0
+        groups[-1].append(text)
+        size += len(text)
+    return groups
 
 
 def _alternatives(fields: RequestFields) -> int:

@@ -14,7 +14,6 @@ from handler.api.describe import (
     file_response,
     head_of,
     path_parameter,
-    post_of,
     preflight,
     ref,
     response,
@@ -30,21 +29,24 @@ DOWNLOAD_NAME_PATTERN = f"^[0-9a-f]{{{TOKEN_CHARS}}}-[^\\n]+$"
 
 
 def libretranslate_paths() -> dict[str, Any]:
-    """LibreTranslate's routes besides ``/translate``: ``/detect``, ``/languages``, ``/frontend/settings``, and its
-    files: ``/translate_file`` and the download route (``handler.storage.translated_files``)."""
+    """LibreTranslate's routes besides ``/translate``: ``/detect``, ``/languages``, ``/frontend/settings``, ``/health``,
+    ``/spec``, ``/suggest`` and its files: ``/translate_file`` and the download route
+    (``handler.storage.translated_files``)."""
     lt_errors = {
-        "400": response("a bad or too large request, an unsupported language", ref("LibreTranslateError")),
-        "403": response("api_key missing or invalid (TRANSLATE_API_KEYS is set)", ref("LibreTranslateError")),
+        "400": response(
+            "a bad or too large request, an unsupported language, no api_key where one is needed",
+            ref("LibreTranslateError"),
+        ),
+        "403": response("api_key invalid (TRANSLATE_API_KEYS is set)", ref("LibreTranslateError")),
         "500": response("translation failed or the model is unavailable", ref("LibreTranslateError")),
     }
     lt_body = {
         "content": {JSON: {"schema": ref("LibreTranslateQuery")}, FORM: {"schema": ref("LibreTranslateQueryForm")}}
     }
-    any_body = {"content": {JSON: {"schema": {"type": "object"}}, FORM: {"schema": {"type": "object"}}}}
     lt_languages_get = {
         "operationId": "libretranslateLanguages",
         "tags": [TAG],
-        "summary": "LibreTranslate: the language pairs (zh -> en, zt -> en)",
+        "summary": "LibreTranslate: the language pairs (zh-Hans -> en, zh-Hant -> en)",
         "responses": {
             "200": response("the languages", {"type": "array", "items": ref("LibreTranslateLanguage")}),
             "400": lt_errors["400"],
@@ -59,11 +61,12 @@ def libretranslate_paths() -> dict[str, Any]:
 
     return {
         **_file_paths(lt_errors),
+        **_service_paths(),
         "/detect": {
             "post": {
                 "operationId": "libretranslateDetect",
                 "tags": [TAG],
-                "summary": "LibreTranslate: detect the Chinese variant (zh or zt) of q",
+                "summary": "LibreTranslate: detect the Chinese variant (zh-Hans or zh-Hant) of q",
                 "requestBody": {**lt_body, "required": True},
                 "responses": {
                     "200": response("the detection", {"type": "array", "items": ref("LibreTranslateDetection")}),
@@ -75,7 +78,6 @@ def libretranslate_paths() -> dict[str, Any]:
         "/languages": {
             "get": lt_languages_get,
             "head": head_of(lt_languages_get, "libretranslateLanguagesHead"),
-            "post": post_of(lt_languages_get, "libretranslateLanguagesPost", any_body),
             "options": preflight("libretranslateLanguagesPreflight", TAG),
         },
         "/frontend/settings": {
@@ -83,6 +85,46 @@ def libretranslate_paths() -> dict[str, Any]:
             "head": head_of(lt_settings_get, "libretranslateSettingsHead"),
             "options": preflight("libretranslateSettingsPreflight", TAG),
         },
+    }
+
+
+def _service_paths() -> dict[str, Any]:
+    """``/health`` (what LibreTranslate's own health check asks), ``/spec`` (this document) and ``/suggest`` (answered
+    as LibreTranslate does with suggestions off: 403)."""
+    health = {
+        "operationId": "libretranslateHealth",
+        "tags": [TAG],
+        "summary": 'LibreTranslate: whether the server can translate ({"status": "ok"}); open without a key',
+        "responses": {
+            "200": response("healthy", ref("LibreTranslateHealth")),
+            "500": response("the model is unavailable (the message says why)", ref("LibreTranslateError")),
+        },
+    }
+    spec = {
+        "operationId": "libretranslateSpec",
+        "tags": [TAG],
+        "summary": "LibreTranslate: the OpenAPI document (this one, as /openapi.json serves it)",
+        "responses": {"200": response("the OpenAPI document", {"type": "object"})},
+    }
+    suggest = {
+        "operationId": "libretranslateSuggest",
+        "tags": [TAG],
+        "summary": "LibreTranslate: suggestions are off on this server (403, whatever the body)",
+        "requestBody": {"content": {JSON: {"schema": {}}, FORM: {"schema": {}}, MULTIPART: {"schema": {}}}},
+        "responses": {"403": response("suggestions are disabled on this server", ref("LibreTranslateError"))},
+    }
+    return {
+        "/health": {
+            "get": health,
+            "head": head_of(health, "libretranslateHealthHead"),
+            "options": preflight("libretranslateHealthPreflight", TAG),
+        },
+        "/spec": {
+            "get": spec,
+            "head": head_of(spec, "libretranslateSpecHead"),
+            "options": preflight("libretranslateSpecPreflight", TAG),
+        },
+        "/suggest": {"post": suggest, "options": preflight("libretranslateSuggestPreflight", TAG)},
     }
 
 
@@ -129,13 +171,22 @@ def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
     """LibreTranslate's request and response shapes (each JSON body's form variant too), with the deployment's
     limits on what is translated (TRANSLATE_MAX_CHARS a text, TRANSLATE_MAX_TEXTS texts)."""
     string_or_list = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    # LibreTranslate's charLimit is each text's; an empty q ("" or []) is its 400 (app.py: if not q)
     text = {"type": "string", "maxLength": config.max_chars}
-    texts = {"oneOf": [text, {"type": "array", "items": text, "maxItems": config.max_texts}]}
+    texts = {
+        "oneOf": [
+            {**text, "minLength": 1},
+            {"type": "array", "items": text, "minItems": 1, "maxItems": config.max_texts},
+        ]
+    }
+    query = {
+        "oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]
+    }
     no_markup = {"type": "string", "pattern": NO_MARKUP_PATTERN}
     schemas: dict[str, Any] = {
         "LibreTranslateRequest": {
             "type": "object",
-            "required": ["q", "target"],
+            "required": ["q", "source", "target"],
             "not": {"anyOf": [{"required": ["text"]}, {"required": ["texts"]}]},
             # html is cut with private-use characters for its tags (handler.text.markup): its texts may not hold them
             "if": {"required": ["format"], "properties": {"format": {"const": "html"}}},
@@ -143,9 +194,9 @@ def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
             "properties": {
                 "q": texts,
                 "source": {
-                    "type": ["string", "null"],
-                    "enum": ["", *SOURCE_SPELLINGS, None],
-                    "description": "empty: auto",
+                    "type": "string",
+                    "enum": list(SOURCE_SPELLINGS),
+                    "description": "zh-Hans, zh-Hant (or zh, zt, auto...); required, as LibreTranslate has it",
                 },
                 "target": {"type": "string", "enum": ["en", "en-US", "en-GB"]},
                 "format": {"type": ["string", "null"], "enum": ["text", "html", None]},
@@ -161,7 +212,7 @@ def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
         "LibreTranslateQuery": {
             "type": "object",
             "required": ["q"],
-            "properties": {"q": string_or_list, "api_key": {"type": ["string", "null"]}},
+            "properties": {"q": query, "api_key": {"type": ["string", "null"]}},
         },
         "LibreTranslateResponse": {
             "type": "object",
@@ -200,6 +251,11 @@ def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
             "required": ["charLimit", "keyRequired"],
             "properties": {"charLimit": {"type": "integer"}, "keyRequired": {"type": "boolean"}},
         },
+        "LibreTranslateHealth": {
+            "type": "object",
+            "required": ["status"],
+            "properties": {"status": {"const": "ok"}},
+        },
         "LibreTranslateError": {
             "type": "object",
             "required": ["error"],
@@ -207,7 +263,7 @@ def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
         },
         "LibreTranslateFile": {
             "type": "object",
-            "required": ["file", "target"],
+            "required": ["file", "source", "target"],
             "properties": {
                 "file": {"type": "string", "contentMediaType": "application/octet-stream"},
                 "source": {"type": "string", "enum": list(SOURCE_SPELLINGS)},
