@@ -176,6 +176,13 @@ def test_an_automatic_source_reports_the_detected_language() -> None:
         {"language": "zh-Hans", "confidence": 100.0},
     ]
     assert "detectedLanguage" not in body(translate(libre, {"q": "你好", "source": "zh", "target": "en"}))
+    # no Chinese: English, as /detect says; LibreTranslate answers a text of emoji {"confidence": 0.0, "language": "en"}
+    others = body(translate(libre, {"q": ["😀 😀", "hello", "你好 abcd"], "source": "auto", "target": "en"}))
+    assert others["detectedLanguage"] == [
+        {"language": "en", "confidence": 0.0},
+        {"language": "en", "confidence": 100.0},
+        {"language": "zh-Hans", "confidence": 33.3},
+    ]
 
 
 @pytest.mark.parametrize("target", ["en", "EN", "en-US", "en-gb", " en "])

@@ -218,15 +218,18 @@ class LibreTranslateApi:
 
     def _detect(self, fields: RequestFields) -> list[dict[str, Any]]:
         texts, _ = _queries(fields)
-        scripts = self.startup.require_service().scripts
-        sample = "\n".join(texts)
-        found = scripts.detect(sample)
+        return [self._detection("\n".join(texts))]
+
+    def _detection(self, sample: str) -> dict[str, Any]:
+        """The language of ``sample``: its Chinese variant with the share of its letters that are Han characters,
+        else English (confidence 0 without letters, as LibreTranslate answers a text of emoji or digits)."""
+        found = self.startup.require_service().scripts.detect(sample)
         letters = sum(1 for ch in sample if ch.isalpha())
         if not found.han:
-            return [{"language": TARGET, "confidence": 100.0 if letters else 0.0}]
+            return {"language": TARGET, "confidence": 100.0 if letters else 0.0}
         confidence = round(100.0 * found.han / max(1, letters), 1)
         code = _CODE_BY_VARIANT.get(found.variant, SIMPLIFIED_CODE)
-        return [{"language": code, "confidence": min(100.0, confidence)}]
+        return {"language": code, "confidence": min(100.0, confidence)}
 
     def _translate_file(
         self, request: HttpRequest, fields: RequestFields, files: dict[str, UploadedFile]
@@ -307,10 +310,8 @@ class LibreTranslateApi:
             else:
                 translations += service.translate_many(group, options)
         result: dict[str, Any] = {"translatedText": translations if is_list else translations[0]}
-        if variant == "auto":
-            detected = [
-                {"language": _CODE_BY_VARIANT[service.scripts.resolve(text)], "confidence": 100.0} for text in texts
-            ]
+        if variant == "auto":  # each text's, as /detect tells it
+            detected = [self._detection(text) for text in texts]
             result["detectedLanguage"] = detected if is_list else detected[0]
         if alternatives:
             result["alternatives"] = others if is_list else others[0]
