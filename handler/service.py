@@ -180,6 +180,14 @@ class _Unit:
         return texts if self.segment is None else [texts[self.segment]]
 
 
+@dataclass
+class _Sent:
+    """How far a stream has got: the units yielded so far (they are yielded in order) and their source characters."""
+
+    units: int = 0
+    characters: int = 0
+
+
 @dataclass(frozen=True)
 class _Prepared:
     """A request's texts as given, in the model's script, their markup and each block's segments."""
@@ -457,8 +465,10 @@ class TranslationService:
     # --- streaming ------------------------------------------------------------------------------------------
 
     def _stream(self, prepared: _Prepared, run: _Run) -> Iterator[StreamEvent]:
-        """The events of ``translate_stream`` (``handler.streaming`` says how the windows are chosen)."""
-        done = 0
+        """The events of ``translate_stream`` (``handler.streaming`` says how the windows are chosen). A window's
+        batches are decoded in the order of their earliest unit, and after each batch every unit whose model inputs
+        are all decoded, and every unit before it, is yielded."""
+        sent = _Sent()
         try:
             run.total = sum(len(t) for t in prepared.sources)
             if run.deadline is not None and time.monotonic() >= run.deadline:  # the memory does not answer late
@@ -468,27 +478,56 @@ class TranslationService:
             windows = plan_windows(tokens, max(1, self.config.batch_tokens // run.beam_size))
             results: dict[str, Translation] = {}
             glossary = self.glossary.merged(run.options.glossary).as_dict()
+            done = 0
             for window in windows:
-                sources = [t for position in window for t in units[position].sources]
-                inputs = first_model_inputs(sources, glossary) if run.options.protect_spans else sources
-                fresh = self._fresh(inputs, run)
+                inputs_of = {
+                    position: first_model_inputs(units[position].sources, glossary)
+                    if run.options.protect_spans
+                    else units[position].sources
+                    for position in window
+                }
+                fresh = self._fresh([text for position in window for text in inputs_of[position]], run)
                 # progress: the source characters of the windows before, and this window's share of its batches
-                window_characters, fresh_characters, decoded = sum(map(len, sources)), sum(map(len, fresh)), 0
-                for characters in self._decode_batches(fresh, run):
+                window_characters = sum(len(t) for position in window for t in units[position].sources)
+                fresh_characters, decoded = sum(map(len, fresh)), 0
+                yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent)
+                for characters in self._decode_batches(fresh, run, in_source_order=True):
                     decoded += characters
-                    share = decoded * window_characters // max(1, fresh_characters)
-                    yield StreamProgress(done + share, run.total)
+                    yield StreamProgress(done + decoded * window_characters // max(1, fresh_characters), run.total)
+                    yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent)
                 done += window_characters
-                results.update(self._segment_translations(sources, self._model_for(run), run.options))
-                for position in window:
-                    yield self._streamed(units[position], position, prepared, results, run)
             translations = self._assemble(prepared, results, run)
             yield StreamFinished(tuple(translations), len(units), sum(len(text) for text in prepared.given))
         except DeadlineExceededError as error:
-            delivered = f"{done:,} of {run.total:,} characters were translated and sent"
+            delivered = f"{sent.characters:,} of {run.total:,} characters were translated and sent"
             raise DeadlineExceededError(f"{error} ({delivered})") from None
         finally:
             release_free_heap()
+
+    def _ready_units(
+        self,
+        window: range,
+        units: Sequence[_Unit],
+        inputs_of: Mapping[int, Sequence[str]],
+        prepared: _Prepared,
+        results: dict[str, Translation],
+        run: _Run,
+        sent: _Sent,
+    ) -> Iterator[StreamedUnit]:
+        """The units of ``window`` from the next one not yet sent up to the first whose model inputs are not all
+        decoded: translated (their later rounds, if any, decoded now) and yielded in order."""
+        start = max(sent.units, window.start)
+        end = start
+        while end < window.stop and all(text in run.decoded for text in inputs_of[end]):
+            end += 1
+        if end == start:
+            return
+        sources = [t for position in range(start, end) for t in units[position].sources]
+        results.update(self._segment_translations(sources, self._model_for(run), run.options))
+        for position in range(start, end):
+            sent.units = position + 1
+            sent.characters += sum(len(t) for t in units[position].sources)
+            yield self._streamed(units[position], position, prepared, results, run)
 
     def _units(self, prepared: _Prepared, options: TranslateOptions) -> list[_Unit]:
         """The request's units in order: each segment of plain text, each block of markup."""
@@ -703,15 +742,20 @@ class TranslationService:
             text,
         )
 
-    def _decode_batches(self, inputs: Sequence[str], run: _Run, *, report: bool = False) -> Iterator[int]:
+    def _decode_batches(
+        self, inputs: Sequence[str], run: _Run, *, report: bool = False, in_source_order: bool = False
+    ) -> Iterator[int]:
         """Batch, decode and clean ``inputs`` (none translated yet; a repeated one is decoded once) into
         ``run.decoded`` and the translation memory, one batch at a time; yields the characters each batch translated.
-        ``report``: calls ``run.progress`` after every batch. The deadline is checked before every batch
+        ``report``: calls ``run.progress`` after every batch. ``in_source_order``: the batches (the same ones) go in
+        the order of their earliest input, as a stream needs them. The deadline is checked before every batch
         (``_check_deadline``)."""
         if not inputs:
             return
-        segments = self._segments(inputs)
+        segments = self._segments(inputs)  # distinct, in the order of their first occurrence
         batches = self._plan(segments, run.options, run.beam_size)
+        if in_source_order:
+            batches.sort(key=lambda batch: min(batch.indices))
         done = 0
         for number, batch in enumerate(batches):
             if run.deadline is not None:

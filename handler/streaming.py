@@ -3,17 +3,19 @@
 A streamed call (``TranslationService.translate_stream``) answers a request unit by unit, in source order: a unit is
 a sentence-sized segment of plain text, or a whole block (a text node, an attribute, a Markdown paragraph) of HTML
 and Markdown, whose English only exists once all its segments are done. The units are cut into **windows** of
-consecutive units (``plan_windows``): the first unit alone, so that the first English arrives after one small batch,
-then windows of about one full batch of source tokens, each twice the last, up to ``MAX_WINDOW_BATCHES`` batches.
-Inside a window the service plans length-sorted batches exactly as for a whole request, decodes them one at a time
-(a ``StreamProgress`` after each, which is also where a client that hung up is noticed) and yields the window's
-units once its last batch is done.
+consecutive units (``plan_windows``): the first unit alone, so that the first English arrives after one small batch;
+then the rest in one window when it fits in ``WHOLE_REST_BATCHES`` full batches of source tokens, else in windows of
+``FIRST_WINDOW_BATCHES`` batches, each twice the last, up to ``MAX_WINDOW_BATCHES``. Inside a window the service plans
+length-sorted batches exactly as for a whole request and decodes them one at a time in the order of their earliest
+unit (a ``StreamProgress`` after each, which is also where a client that hung up is noticed); after each batch every
+unit whose inputs are all decoded, and every unit before it, is yielded.
 
-What it costs: the batches of a window are cut from fewer sentences than a whole request's, so the last batch of a
-window is often part-full, and the first unit is decoded alone. The figures (time to the first unit and to the
-last, streamed against whole) are in ``make bench`` (docs/benchmarks.md). Because every row's output is independent
-of the batch it is decoded in (``handler.model.batching``'s batch invariance), the English is the same byte for byte
-as the whole request's, and peak memory can only be lower (smaller batches at most as wide).
+What it costs: the batches of a window are cut from fewer sentences than a whole request's, so a window's last batch
+is often part-full, and the first unit is decoded alone; a window of length-sorted batches wastes least. Measured
+(``make bench``, docs/benchmarks.md, with the alternatives tried in docs/decisions.md): the windows below keep the
+streamed call within a few per cent of the whole call's CPU time. Because every row's output is independent of the
+batch it is decoded in (``handler.model.batching``'s batch invariance), the English is the same byte for byte as
+the whole request's, and peak memory can only be lower (smaller batches at most as wide).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from dataclasses import dataclass
 
 from handler.model.confidence import ScoredSegment
 
-MAX_WINDOW_BATCHES = 4  # the largest window, in full batches of source tokens
+WHOLE_REST_BATCHES = 4  # after the first unit, a rest of at most this many full batches is one window
+FIRST_WINDOW_BATCHES = 2  # else the windows start at this many full batches of source tokens
+MAX_WINDOW_BATCHES = 8  # and double up to this many
 
 
 @dataclass(frozen=True)
@@ -47,18 +51,20 @@ class StreamProgress:
 
 
 def plan_windows(unit_tokens: Sequence[int], batch_source_tokens: int) -> list[range]:
-    """Consecutive ranges of unit positions covering every unit once: the first unit alone, then windows of at least
-    ``batch_source_tokens`` source tokens (one full batch), doubling up to ``MAX_WINDOW_BATCHES`` times that. A
-    window closes on the unit that reaches its budget, so no window is empty and none is cut inside a unit."""
+    """Consecutive ranges of unit positions covering every unit once: the first unit alone; then the rest as one
+    window if it holds at most ``WHOLE_REST_BATCHES`` times ``batch_source_tokens`` (one full batch of source tokens),
+    else windows of at least ``FIRST_WINDOW_BATCHES`` batches' tokens, doubling up to ``MAX_WINDOW_BATCHES``. A window
+    closes on the unit that reaches its budget, so no window is empty and none is cut inside a unit."""
     if batch_source_tokens < 1:
         raise ValueError(f"batch_source_tokens must be positive; got {batch_source_tokens}")
-    windows: list[range] = []
-    start = 0
-    budget = batch_source_tokens
     count = len(unit_tokens)
-    if count:
-        windows.append(range(0, 1))
-        start = 1
+    if not count:
+        return []
+    windows = [range(0, 1)]
+    if sum(unit_tokens[1:]) <= WHOLE_REST_BATCHES * batch_source_tokens:
+        return windows + ([range(1, count)] if count > 1 else [])
+    start = 1
+    budget = FIRST_WINDOW_BATCHES * batch_source_tokens
     while start < count:
         end = start
         tokens = 0

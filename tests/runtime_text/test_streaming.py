@@ -62,10 +62,16 @@ def test_windows_start_with_the_first_unit_alone_then_double_up_to_the_cap() -> 
     windows = plan_windows([10] * 200, batch_source_tokens=50)
     assert windows[0] == range(0, 1)
     sizes = [len(window) for window in windows[1:]]
-    assert sizes[:4] == [5, 10, 20, 20]  # 50, 100, 200 tokens, then the cap of MAX_WINDOW_BATCHES batches
-    assert MAX_WINDOW_BATCHES * 50 == 200
+    # 100, 200, 400 tokens, then the cap of MAX_WINDOW_BATCHES batches
+    assert sizes[:5] == [10, 20, 40, 40, 40] and MAX_WINDOW_BATCHES * 50 == 400
     covered = [position for window in windows for position in window]
     assert covered == list(range(200))  # every unit once, in order
+
+
+def test_a_short_rest_is_one_window() -> None:
+    assert plan_windows([10] * 21, batch_source_tokens=50) == [range(0, 1), range(1, 21)]  # 200 tokens: 4 batches
+    assert plan_windows([10] * 22, batch_source_tokens=50)[1] == range(1, 11)  # 210: windows of 2 batches and up
+    assert plan_windows([7], 50) == [range(0, 1)]
 
 
 def test_a_unit_longer_than_a_window_gets_a_window_and_nothing_is_empty() -> None:
@@ -131,6 +137,20 @@ def test_the_first_unit_is_yielded_after_one_batch_of_one_sentence() -> None:
     assert counting.rows == 1  # one sentence in one batch
     units, _, finished = collect(events)
     assert [unit.index for unit in units] == list(range(1, finished.units))
+
+
+@needs_shipped_bundle
+def test_a_windows_units_come_batch_by_batch_not_when_the_window_ends() -> None:
+    # GIVEN a text whose units after the first make one window of several batches
+    text = dev_documents(1)[0]
+    events = list(service().translate_stream([text]))
+    kinds = ["unit" if isinstance(event, StreamedUnit) else type(event).__name__ for event in events]
+    last_progress = max(i for i, kind in enumerate(kinds) if kind == "StreamProgress")
+    assert kinds.count("StreamProgress") >= 3  # the first unit's batch and at least two of the window's
+    # THEN units of the window were sent before its last batch was decoded, and in order
+    units = [event for event in events if isinstance(event, StreamedUnit)]
+    assert any(isinstance(e, StreamedUnit) and e.index >= 1 for e in events[:last_progress])
+    assert [unit.index for unit in units] == list(range(len(units)))
 
 
 @needs_shipped_bundle
