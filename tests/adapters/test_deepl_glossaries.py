@@ -20,6 +20,7 @@ from typing import Any
 
 import deepl
 import pytest
+from deepl.api_data import MultilingualGlossaryDictionaryEntries as Dictionary
 
 from handler.adapters.local_server import make_server
 from handler.api.router import HttpApi
@@ -185,6 +186,92 @@ def test_glossaries_belong_to_the_key_that_created_them(keyed_url: str) -> None:
     with pytest.raises(deepl.AuthorizationException):
         client(keyed_url, "wrong-key").list_glossaries()
     assert owner.get_glossary_entries(created) == ENTRIES  # untouched by the other key's attempts
+
+
+# --- the deepl client's multilingual glossary methods (v3) ---------------------------------------------------------
+# deepl-python 1.32, deepl/deepl_client.py: create_multilingual_glossary POSTs v3/glossaries with JSON {name,
+# dictionaries: [{source_lang, target_lang, entries (TSV), entries_format}]}; get_/list_/delete_multilingual_glossary
+# read v3/glossaries[/{id}]; get_multilingual_glossary_entries GETs v3/glossaries/{id}/entries?source_lang=&target_lang=
+# and reads {"dictionaries": [{..., "entries": TSV}]} (deepl/api_data.py: MultilingualGlossaryInfo.from_json and
+# MultilingualGlossaryDictionaryEntriesResponse.from_json).
+def deepl_client(url: str, key: str = "any-key") -> deepl.DeepLClient:
+    return deepl.DeepLClient(key, server_url=url, send_platform_info=False)
+
+
+def test_the_deepl_client_creates_reads_lists_and_deletes_multilingual_glossaries(base_url: str) -> None:
+    translator = deepl_client(base_url)
+    dictionary = Dictionary("ZH", "EN-US", ENTRIES)
+    created = translator.create_multilingual_glossary("Tech v3", [dictionary])
+    uuid.UUID(created.glossary_id)
+    assert created.name == "Tech v3" and created.creation_time.tzinfo is not None
+    assert [(d.source_lang, d.target_lang, d.entry_count) for d in created.dictionaries] == [("ZH", "EN", 2)]
+    fetched = translator.get_multilingual_glossary(created.glossary_id)
+    assert (fetched.glossary_id, fetched.name, fetched.creation_time) == (
+        created.glossary_id, created.name, created.creation_time,
+    )  # fmt: skip
+    answer = translator.get_multilingual_glossary_entries(created, "ZH", "EN-GB")
+    assert [(d.source_lang, d.target_lang) for d in answer.dictionaries] == [("zh", "en")]
+    assert deepl.util.convert_tsv_to_dict(answer.dictionaries[0].entries) == ENTRIES
+    # one store under both versions: a v2 glossary is listed by v3 and a v3 glossary by v2, oldest first
+    from_csv = translator.create_multilingual_glossary_from_csv("From CSV", "ZH", "EN", "机器,machine\n")
+    v2 = translator.create_glossary("Made by v2", "ZH", "EN", {"世界": "world-term"})
+    listed = translator.list_multilingual_glossaries()
+    assert [g.glossary_id for g in listed] == [created.glossary_id, from_csv.glossary_id, v2.glossary_id]
+    assert translator.get_glossary(created.glossary_id).entry_count == 2
+    # translating with a v3 glossary (its info or its ID), as with a v2 one
+    for glossary in (created, created.glossary_id):
+        english = translator.translate_text(TEXT, source_lang="ZH", target_lang="EN-US", glossary=glossary).text
+        assert "artificial-intelligence-term" in english.lower() and "machine-learning-term" in english.lower()
+    # delete: gone; a second delete, a read and the entries are DeepL's glossary-not-found (404)
+    translator.delete_multilingual_glossary(created)
+    assert [g.glossary_id for g in translator.list_multilingual_glossaries()] == [from_csv.glossary_id, v2.glossary_id]
+    with pytest.raises(deepl.GlossaryNotFoundException) as raised:
+        translator.get_multilingual_glossary(created.glossary_id)
+    assert raised.value.http_status_code == 404
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        translator.delete_multilingual_glossary(created.glossary_id)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        translator.get_multilingual_glossary_entries(created.glossary_id, "ZH", "EN")
+
+
+def test_a_multilingual_glossary_holds_one_zh_to_en_dictionary_here(base_url: str) -> None:
+    translator = deepl_client(base_url)
+    two = [Dictionary("ZH", "EN", ENTRIES)] * 2
+    with pytest.raises(deepl.DeepLException, match="exactly one dictionary") as raised:
+        translator.create_multilingual_glossary("Two", two)
+    assert raised.value.http_status_code == 400
+    with pytest.raises(deepl.DeepLException, match="Unsupported glossary source and target language pair"):
+        translator.create_multilingual_glossary("EN-DE", [Dictionary("EN", "DE", {"Hi": "Hallo"})])
+    with pytest.raises(deepl.DeepLException, match="has no Chinese character"):
+        translator.create_multilingual_glossary("No Chinese", [Dictionary("ZH", "EN", {"a": "b"})])
+    created = translator.create_multilingual_glossary("One", [Dictionary("ZH", "EN", ENTRIES)])
+    with pytest.raises(deepl.GlossaryNotFoundException, match="has one dictionary, zh → en"):
+        translator.get_multilingual_glossary_entries(created, "EN", "DE")
+    status, (_, body) = raw(base_url, "GET", f"/v3/glossaries/{created.glossary_id}/entries")
+    assert status == 400 and "source_lang and target_lang" in json.loads(body)["message"]
+    status, (_, body) = raw(base_url, "POST", "/v3/glossaries", {"name": "x", "dictionaries": "人工\tAI"})
+    assert status == 400 and "dictionaries" in json.loads(body)["message"]
+    status, (_, body) = raw(base_url, "GET", "/v3/glossaries/not-an-id")
+    assert status == 404 and "/v3/glossaries/{glossary_id}" in json.loads(body)["message"]
+    # v3's edits are not answered: a glossary here is immutable (docs/compatibility.md)
+    status, (headers, _) = raw(base_url, "PATCH", f"/v3/glossaries/{created.glossary_id}", {"name": "renamed"})
+    assert status == 405 and headers["Allow"] == "GET, DELETE"
+    with pytest.raises(deepl.GlossaryNotFoundException, match="immutable"):
+        translator.delete_multilingual_glossary_dictionary(created, source_lang="ZH", target_lang="EN")
+    with pytest.raises(deepl.GlossaryNotFoundException, match="immutable"):
+        translator.replace_multilingual_glossary_dictionary(created, Dictionary("ZH", "EN", {"人工": "AI"}))
+    assert translator.get_multilingual_glossary(created.glossary_id).name == "One"
+
+
+def test_multilingual_glossaries_belong_to_the_key_that_created_them(keyed_url: str) -> None:
+    owner, other = deepl_client(keyed_url, KEY_A), deepl_client(keyed_url, KEY_B)
+    created = owner.create_multilingual_glossary("Mine", [Dictionary("ZH", "EN", ENTRIES)])
+    assert other.list_multilingual_glossaries() == []
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        other.get_multilingual_glossary(created.glossary_id)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        other.delete_multilingual_glossary(created.glossary_id)
+    assert [g.glossary_id for g in owner.list_multilingual_glossaries()] == [created.glossary_id]
 
 
 # --- validation -------------------------------------------------------------------------------------------------

@@ -82,19 +82,27 @@ def test_the_routes_it_claims() -> None:
         "/v2/glossaries/{glossary_id}": ("GET", "DELETE"),
         "/v2/glossaries/{glossary_id}/entries": ("GET",),
         "/v2/glossary-language-pairs": ("GET",),
+        "/v3/glossaries": ("GET", "POST"),
+        "/v3/glossaries/{glossary_id}": ("GET", "DELETE"),
+        "/v3/glossaries/{glossary_id}/entries": ("GET",),
     }
     request = HttpRequest.create("GET", "/v2/x")
     assert deepl.claims("/v2/translate", request) and deepl.claims("/v2/anything", request)
+    assert deepl.claims("/v3/glossaries", request) and deepl.claims("/v3/anything", request)
     assert not deepl.claims("/translate", request) and not deepl.claims("/v1/translate", request)
     uid = "def3a26b-3e84-45b3-84ae-0c0aaf3525f7"
     assert deepl.route_of(f"/v2/glossaries/{uid}") == "/v2/glossaries/{glossary_id}"
     assert deepl.route_of(f"/v2/glossaries/{uid}/entries") == "/v2/glossaries/{glossary_id}/entries"
+    assert deepl.route_of(f"/v3/glossaries/{uid}") == "/v3/glossaries/{glossary_id}"
+    assert deepl.route_of(f"/v3/glossaries/{uid}/entries") == "/v3/glossaries/{glossary_id}/entries"
+    assert deepl.route_of(f"/v4/glossaries/{uid}") is None
     assert deepl.route_of(f"/v2/glossaries/{uid}/other") is None and deepl.route_of("/v2/nothing") is None
     assert deepl.route_of("/v2/glossaries/abc") is None and deepl.route_of(f"/v2/glossaries/{uid.upper()}") is None
     assert message(call(deepl, "GET", "/v2/other"), 404) == (
         "/v2/other is not a DeepL route this server answers; it has /v2/translate, /v2/languages, "
         "/v2/usage, /v2/document, /v2/document/{document_id}, /v2/document/{document_id}/result, /v2/glossaries, "
-        "/v2/glossaries/{glossary_id}, /v2/glossaries/{glossary_id}/entries, /v2/glossary-language-pairs"
+        "/v2/glossaries/{glossary_id}, /v2/glossaries/{glossary_id}/entries, /v2/glossary-language-pairs, "
+        "/v3/glossaries, /v3/glossaries/{glossary_id}, /v3/glossaries/{glossary_id}/entries"
     )
     assert message(call(deepl, "GET", "/v2/glossaries/abc/entries"), 404).startswith(
         "Glossary not found: /v2/glossaries/abc/entries names no glossary; a glossary is /v2/glossaries/{glossary_id}"
@@ -206,24 +214,31 @@ def test_a_missing_or_other_target_is_refused() -> None:
     assert service.options == []
 
 
-@pytest.mark.parametrize(("tag_handling", "format"), [(None, "text"), ("html", "html"), ("HTML", "html"), ("", "text")])
-def test_tag_handling_maps_onto_the_format(tag_handling: str | None, format: str) -> None:
+@pytest.mark.parametrize(
+    ("tag_handling", "tagged"),
+    [(None, False), ("html", True), ("HTML", True), ("xml", True), ("XML", True), ("", False)],
+)
+def test_tag_handling_cuts_the_markup_before_the_service(tag_handling: str | None, tagged: bool) -> None:
+    # the markup is cut on the route (handler.text.markup.translate_tagged): the service translates plain text
     deepl, service = api()
     fields = [("text", "<p>你好</p>"), ("target_lang", "EN")]
     if tag_handling is not None:
         fields.append(("tag_handling", tag_handling))
     response = post_form(deepl, fields)
     assert response.status == 200
-    assert service.options[-1].format == format
-    if format == "html":
-        assert body(response)["translations"][0]["text"].startswith("<p>")
+    assert service.options[-1].format == "text"
+    text = body(response)["translations"][0]["text"]
+    if tagged:
+        assert text.startswith("<p>") and text.endswith("</p>")
 
 
-def test_xml_tag_handling_and_bad_glossary_ids_are_refused() -> None:
+def test_unknown_tag_handling_and_bad_glossary_ids_are_refused() -> None:
     deepl, service = api()
-    assert message(post_form(deepl, [("text", "你"), ("target_lang", "EN"), ("tag_handling", "XML")]), 400) == (
-        "Value for 'tag_handling' not supported: xml; this server handles html"
+    assert message(post_form(deepl, [("text", "你"), ("target_lang", "EN"), ("tag_handling", "JSON")]), 400) == (
+        "Value for 'tag_handling' not supported: json; use html or xml"
     )
+    bad_outline = [("text", "你"), ("target_lang", "EN"), ("tag_handling", "xml"), ("outline_detection", "2")]
+    assert message(post_form(deepl, bad_outline), 400) == "Value for 'outline_detection' not supported: '2'; use 0 or 1"
     assert message(post_form(deepl, [("text", "你"), ("target_lang", "EN"), ("glossary_id", "g-1")]), 400) == (
         "Use of a glossary requires the source_lang parameter to be specified (ZH)"
     )
@@ -240,8 +255,10 @@ def test_xml_tag_handling_and_bad_glossary_ids_are_refused() -> None:
 
 def test_the_other_options_are_accepted_and_ignored() -> None:
     deepl, _ = api()
-    fields = [("text", "2026年"), ("target_lang", "EN"), ("formality", "more"), ("split_sentences", "0")]
+    fields = [("text", "2026年"), ("target_lang", "EN"), ("formality", "prefer_more"), ("split_sentences", "0")]
     assert post_form(deepl, fields).status == 200
+    refused = [("text", "2026年"), ("target_lang", "EN-US"), ("formality", "More")]
+    assert message(post_form(deepl, refused), 400).startswith("Target language EN-US does not support formality")
 
 
 @pytest.mark.parametrize(

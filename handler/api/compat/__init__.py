@@ -5,7 +5,8 @@
   ``GET /download_file/<name>``;
 * ``handler.api.compat.deepl``: DeepL's ``POST /v2/translate``, ``GET /v2/languages``, ``GET /v2/usage``, the
   document API ``POST /v2/document``, ``/v2/document/{id}``, ``/v2/document/{id}/result`` and the glossary routes
-  (``/v2/glossaries``, ``/v2/glossary-language-pairs``; stored by ``handler.storage.glossaries``).
+  (``/v2/glossaries``, ``/v2/glossary-language-pairs``, v3's ``/v3/glossaries``; stored by
+  ``handler.storage.glossaries``).
 
 The documents and the translated files live where the adapter says (``handler.storage.documents.documents_for``):
 a local folder, or the deployment's buckets.

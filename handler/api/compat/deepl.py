@@ -1,12 +1,16 @@
-"""DeepL's API (v2) on the translation service, for its clients (the official ``deepl`` library, CAT tools, apps).
+"""DeepL's API (v2, and v3's multilingual glossaries) on the translation service, for its clients (the official
+``deepl`` library, CAT tools, apps).
 
 Routes (JSON, form-encoded or multipart/form-data bodies; GET parameters in the query string or, as the ``deepl``
 client sends them, a form body):
 
 ``POST /v2/translate``  ``text`` (repeated, or a JSON list), ``source_lang`` (optional: ZH, ZH-HANS, ZH-HANT),
-                        ``target_lang`` (EN, EN-US, EN-GB), ``tag_handling`` ("html"; "xml" is refused), the
-                        other options accepted and ignored (``formality``, ``split_sentences``, ``context``, ...)
-                        → ``{"translations": [{"detected_source_language": "ZH", "text": ..., ...}]}``
+                        ``target_lang`` (EN, EN-US, EN-GB), ``tag_handling`` (html or xml, with
+                        ``ignore_tags``, ``non_splitting_tags``, ``splitting_tags``, ``outline_detection``: the
+                        markup is cut here, DeepL's way, by ``handler.text.markup.translate_tagged``),
+                        ``formality`` and ``model_type`` (below), ``glossary_id``; the other options accepted
+                        without effect (``split_sentences``, ``context``, ...: docs/compatibility.md lists them)
+                        → ``{"translations": [{"detected_source_language", "text", "billed_characters"}]}``
 ``GET /v2/languages``   ``type=source`` (default: ZH) or ``type=target`` (EN-GB, EN-US)
 ``GET /v2/usage``       characters translated through this API by this instance since its cold start, and a limit
                         that is never reached (the function has no quota)
@@ -20,9 +24,13 @@ client sends them, a form body):
 ``POST /v2/document/{document_id}/result``  ``document_key`` → the translated file (Content-Type of its format),
                         once: it is deleted when downloaded, and a second download is 404; 503 before it is done
 
-``formality``: English has no formal register this model distinguishes, so ``default``, ``prefer_more`` and
-``prefer_less`` are accepted and change nothing, while ``more`` and ``less`` are refused (400) as DeepL refuses them
-for a target language without formality (``supports_formality`` is false in ``/v2/languages``).
+``detected_source_language`` is told from each text (``detected_language``): ``EN`` for a text already in English,
+which passes through untranslated as DeepL answers a text already in its target language, else ``ZH``; with
+``source_lang`` given the answer names it (ZH). ``formality``, the same on ``/v2/translate`` and ``/v2/document``:
+English has no formal register this model distinguishes, so ``default``, ``prefer_more`` and ``prefer_less`` are
+accepted and change nothing, while ``more`` and ``less`` are refused (400) as DeepL refuses them for a target language
+without formality (``supports_formality`` is false in ``/v2/languages``). ``model_type``: any of DeepL's three values;
+each translation then answers ``model_type_used`` (``latency_optimized``: the one model is a classic one).
 
 ``POST /v2/glossaries`` ``name``, ``source_lang`` (zh), ``target_lang`` (en), ``entries``, ``entries_format`` (tsv,
                         the default, or csv) → 201 and the glossary's description (``glossary_id``, ``name``,
@@ -32,6 +40,14 @@ for a target language without formality (``supports_formality`` is false in ``/v
 ``GET /v2/glossaries/{glossary_id}/entries``  the entries as ``text/tab-separated-values`` (415 when ``Accept``
                         allows no such type)
 ``GET /v2/glossary-language-pairs``           ``{"supported_languages": [{"source_lang": "zh", "target_lang": "en"}]}``
+``POST /v3/glossaries`` (JSON) ``name``, ``dictionaries`` (exactly one: ``source_lang`` zh, ``target_lang`` en,
+                        ``entries``, ``entries_format``) → 201 and v3's description (``glossary_id``, ``name``,
+                        ``dictionaries`` with ``entry_count``, ``creation_time``); ``GET`` lists them
+``GET /v3/glossaries/{glossary_id}``          v3's description; ``DELETE`` deletes it (204); edits (PATCH, the
+                        ``/dictionaries`` routes) are not answered: the glossaries are immutable
+``GET /v3/glossaries/{glossary_id}/entries``  ``source_lang``, ``target_lang`` → ``{"dictionaries": [{..., "entries"
+                        (TSV), "entries_format": "tsv"}]}``
+v2 and v3 are two views of the same stored glossaries: either version reads, lists and deletes the other's.
 
 Glossaries are stored in the deployment's state and belong to the API key that created them
 (``handler.storage.glossaries``: entry rules, limits, storage). ``glossary_id`` on ``/v2/translate`` (with
@@ -52,6 +68,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import unicodedata
 from typing import Any
 from urllib.parse import quote
 
@@ -77,7 +94,9 @@ from handler.storage.documents import Documents, DocumentStatus, DocumentUpload,
 from handler.storage.glossaries import SOURCE_LANG, TARGET_LANG, GlossaryStore
 from handler.storage.state import local_state
 from handler.text.glossary import Glossary
+from handler.text.markup import TAGGED_FORMATS, TagRules, translate_tagged
 from handler.text.script_conversion import AUTO, SIMPLIFIED, TRADITIONAL
+from handler.text.spans import has_chinese
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +112,9 @@ MAX_BODY_BYTES = 10 * 1024 * 1024
 
 GLOSSARY = "/v2/glossaries/{glossary_id}"
 GLOSSARY_ENTRIES = "/v2/glossaries/{glossary_id}/entries"
+GLOSSARIES_V3 = "/v3/glossaries"
+GLOSSARY_V3 = "/v3/glossaries/{glossary_id}"
+GLOSSARY_ENTRIES_V3 = "/v3/glossaries/{glossary_id}/entries"
 ROUTES: dict[str, tuple[str, ...]] = {
     "/v2/translate": ("POST",),
     "/v2/languages": ("GET", "POST"),
@@ -105,14 +127,23 @@ ROUTES: dict[str, tuple[str, ...]] = {
     GLOSSARY: ("GET", "DELETE"),
     GLOSSARY_ENTRIES: ("GET",),
     "/v2/glossary-language-pairs": ("GET",),
+    GLOSSARIES_V3: ("GET", "POST"),
+    GLOSSARY_V3: ("GET", "DELETE"),
+    GLOSSARY_ENTRIES_V3: ("GET",),
 }
 DOCUMENT_ROUTE = re.compile(r"/v2/document/(?P<id>[^/]+)(?P<result>/result)?")
 FORMALITIES_IGNORED = ("", "default", "prefer_more", "prefer_less")  # English: nothing to change
+FORMALITIES = ("default", "more", "less", "prefer_more", "prefer_less")  # DeepL's values (FORMALITIES_IGNORED's too)
+MODEL_TYPES = ("latency_optimized", "quality_optimized", "prefer_quality_optimized")
+# this server has one model, a classic encoder-decoder: DeepL's latency-optimized kind, whatever model_type asks
+MODEL_TYPE_USED = "latency_optimized"
+ENGLISH = "EN"  # detected_source_language of a text already in English (it passes through untranslated)
+_MARKUP = re.compile(r"<[^>]*>|&#?\w+;")  # tags and entities: not the text's language when tag_handling is set
 # a glossary ID is a UUID (handler.storage.glossaries): any other segment there is no route; the one definition,
 # which the OpenAPI document's pattern is too (handler.api.compat.deepl_openapi)
 GLOSSARY_ID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 GLOSSARY_ID_PATTERN = f"^{GLOSSARY_ID}$"
-_GLOSSARY_PATH = re.compile(f"^/v2/glossaries/({GLOSSARY_ID})(/entries)?$")
+_GLOSSARY_PATH = re.compile(f"^/(v2|v3)/glossaries/({GLOSSARY_ID})(/entries)?$")
 TSV_TYPE = "text/tab-separated-values"
 
 
@@ -123,7 +154,9 @@ def route_of(path: str) -> tuple[str | None, str | None]:
     found = _GLOSSARY_PATH.match(path)
     if found is None:
         return None, None
-    return (GLOSSARY_ENTRIES if found.group(2) else GLOSSARY), found.group(1)
+    if found.group(1) == "v3":
+        return (GLOSSARY_ENTRIES_V3 if found.group(3) else GLOSSARY_V3), found.group(2)
+    return (GLOSSARY_ENTRIES if found.group(3) else GLOSSARY), found.group(2)
 
 
 def _accepts_tsv(accept: str) -> bool:
@@ -156,7 +189,7 @@ class DeepLApi:
         self._lock = threading.Lock()
 
     def claims(self, path: str, request: HttpRequest) -> bool:
-        return path in ROUTES or path.startswith("/v2/")
+        return path in ROUTES or path.startswith(("/v2/", "/v3/"))
 
     def route_of(self, path: str) -> str | None:
         return route_of(path)[0]
@@ -169,12 +202,20 @@ class DeepLApi:
             if document is not None and request.method == "OPTIONS":  # a CORS preflight, for any document id
                 return HttpResponse(204, {"Allow": "POST, OPTIONS"}, b"")
             if route is None or allowed is None:
-                if path.startswith("/v2/glossaries/"):
+                if path.startswith("/v3/glossaries/") and path.endswith("/dictionaries"):
                     raise ApiStatus(
                         404,
-                        f"Glossary not found: {path} names no glossary; a glossary is /v2/glossaries/{{glossary_id}} "
-                        f"(or its /entries) with the ID POST /v2/glossaries returned, a UUID such as "
-                        f"def3a26b-3e84-45b3-84ae-0c0aaf3525f7",
+                        f"{path}: a glossary's dictionaries cannot be replaced or deleted here; this server's "
+                        f"glossaries are immutable (one zh → en dictionary each): delete the glossary "
+                        f"(DELETE /v3/glossaries/{{glossary_id}}) and create it again",
+                    )
+                if path.startswith(("/v2/glossaries/", "/v3/glossaries/")):
+                    version = path[1:3]
+                    raise ApiStatus(
+                        404,
+                        f"Glossary not found: {path} names no glossary; a glossary is /{version}/glossaries/"
+                        f"{{glossary_id}} (or its /entries) with the ID POST /{version}/glossaries returned, a UUID "
+                        f"such as def3a26b-3e84-45b3-84ae-0c0aaf3525f7",
                     )
                 raise ApiStatus(404, f"{path} is not a DeepL route this server answers; it has {', '.join(ROUTES)}")
             if request.method not in allowed and not (request.method == "HEAD" and "GET" in allowed):
@@ -189,6 +230,8 @@ class DeepLApi:
                 return json_response(200, self._upload(fields, files, key))
             if document is not None:
                 return self._document(document["id"], fields, bool(document["result"]))
+            if route.startswith("/v3/glossaries"):
+                return self._glossary_v3_route(route, glossary_id, request, fields, key)
             if route.startswith("/v2/glossar"):
                 return self._glossary_route(route, glossary_id, request, fields, key)
             if path == "/v2/languages":
@@ -229,13 +272,7 @@ class DeepLApi:
         name = (fields.text("filename") or uploaded.filename or "").strip()
         target = _target(fields)
         source = _source(fields)
-        formality = (fields.text("formality") or "").strip().lower()
-        if formality not in FORMALITIES_IGNORED:
-            raise ApiStatus(
-                400,
-                f"Value for 'formality' not supported: {formality!r}; English ({target}) has no formality here "
-                f"(supports_formality is false), so use default, prefer_more or prefer_less, which change nothing",
-            )
+        formality = _formality(fields, target)
         output_format = (fields.text("output_format") or "").strip().lower().lstrip(".")
         suffix = suffix_of(name).lstrip(".")  # the format is the file name's (handler.formats), as for every file
         if output_format and output_format != suffix:
@@ -316,13 +353,38 @@ class DeepLApi:
             return HttpResponse(204, {"Cache-Control": "no-store"}, b"")
         return json_response(200, self.glossaries.get(glossary_id, key).info.as_json())
 
+    def _glossary_v3_route(
+        self, route: str, glossary_id: str | None, request: HttpRequest, fields: RequestFields, key: str | None
+    ) -> HttpResponse:
+        """DeepL's multilingual glossaries (v3): the same stored glossaries as v2's, each one zh → en dictionary, so
+        a glossary created on either version is read, listed, deleted and applied (``glossary_id``) through both."""
+        if route == GLOSSARIES_V3:
+            if request.method == "POST":
+                info = self.glossaries.create_multilingual(
+                    name=fields.get("name"), dictionaries=fields.get("dictionaries"), key=key
+                )
+                return json_response(201, info.as_v3_json())
+            listed = self.glossaries.list_glossaries(key)
+            return json_response(200, {"glossaries": [info.as_v3_json() for info in listed]})
+        assert glossary_id is not None  # the two routes with an ID
+        if route == GLOSSARY_ENTRIES_V3:
+            stored = self.glossaries.get(glossary_id, key)
+            stored.require_dictionary(fields.text("source_lang"), fields.text("target_lang"))
+            return json_response(200, {"dictionaries": [stored.dictionary_v3_json()]})
+        if request.method == "DELETE":
+            self.glossaries.delete(glossary_id, key)
+            return HttpResponse(204, {"Cache-Control": "no-store"}, b"")
+        return json_response(200, self.glossaries.get(glossary_id, key).info.as_v3_json())
+
     def _translate(self, fields: RequestFields, key: str | None) -> dict[str, Any]:
         texts = _texts(fields)
-        _target(fields)
+        _formality(fields, _target(fields))
+        model_type = _model_type(fields)
         source = _source(fields)
         tag_handling = (fields.text("tag_handling") or "").strip().lower()
-        if tag_handling not in ("", "html"):
-            raise ApiStatus(400, f"Value for 'tag_handling' not supported: {tag_handling}; this server handles html")
+        if tag_handling not in ("", *TAGGED_FORMATS):
+            raise ApiStatus(400, f"Value for 'tag_handling' not supported: {tag_handling}; use html or xml")
+        rules = _tag_rules(fields)
         if fields.get("glossary_ids"):
             raise ApiStatus(
                 400,
@@ -337,18 +399,34 @@ class DeepLApi:
             glossary = self.glossaries.glossary_for(glossary_id.strip(), key)
         service = self.startup.require_service()
         options = TranslateOptions(
-            format="html" if tag_handling else "text", source=SOURCE_LANGS.get(source, AUTO), glossary=glossary
+            # markup is cut here, DeepL's way (translate_tagged): the service translates its blocks as text
+            format="text",
+            source=SOURCE_LANGS.get(source, AUTO),
+            glossary=glossary,
         )
-        translations = service.translate_many(texts, options)
+        languages = [detected_language(text, markup=bool(tag_handling)) for text in texts]
+        chinese = [text for text, language in zip(texts, languages, strict=True) if language != ENGLISH]
+        if tag_handling:
+            blocks = translate_tagged(chinese, tag_handling, rules, lambda some: service.translate_many(some, options))
+            translated = iter(blocks)
+        else:
+            translated = iter(service.translate_many(chinese, options) if chinese else [])
+        # a text already in English passes through untranslated, as DeepL answers a text in its target language
+        outputs = [
+            text if language == ENGLISH else next(translated) for text, language in zip(texts, languages, strict=True)
+        ]
         billed = [len(text) for text in texts]
         with self._lock:
             self._characters += sum(billed)
-        return {
-            "translations": [
-                {"detected_source_language": "ZH", "text": english, "billed_characters": characters}
-                for english, characters in zip(translations, billed, strict=True)
-            ]
-        }
+        answers = []
+        for output, language, characters in zip(outputs, languages, billed, strict=True):
+            # with source_lang given, DeepL answers it as the detected language (its base, ZH)
+            answer: dict[str, Any] = {"detected_source_language": "ZH" if source else language, "text": output}
+            answer["billed_characters"] = characters
+            if model_type:
+                answer["model_type_used"] = MODEL_TYPE_USED
+            answers.append(answer)
+        return {"translations": answers}
 
 
 def _target(fields: RequestFields) -> str:
@@ -362,6 +440,53 @@ def _target(fields: RequestFields) -> str:
             f"(target_lang EN, EN-US or EN-GB)",
         )
     return target
+
+
+def detected_language(text: str, *, markup: bool = False) -> str:
+    """``EN`` for a text already in English, else ``ZH`` (the text is the model's to translate).
+
+    English is told by two rules: no Han character at all (a single one makes the text Chinese: mixed text is
+    translated), and at least one letter, at least half of them Latin (ASCII or accented: ``LATIN`` in the Unicode
+    name). Digits, punctuation and white space count for neither, so ``2024`` or ``!!!`` stay ``ZH`` (translated as
+    before: the service passes what it cannot translate through). With ``markup`` (``tag_handling``) the tags and
+    entities are left out first, so ``<p>你好</p>`` is Chinese though its tag is Latin letters."""
+    if has_chinese(text):
+        return "ZH"
+    content = _MARKUP.sub(" ", text) if markup else text
+    letters = [character for character in content if character.isalpha()]
+    latin = sum(1 for character in letters if unicodedata.name(character, "").startswith("LATIN"))
+    return ENGLISH if letters and 2 * latin >= len(letters) else "ZH"
+
+
+def _formality(fields: RequestFields, target: str) -> str:
+    """The request's ``formality`` (lower case; empty when absent), checked the same on every route as DeepL checks
+    it for a target language without formality (``supports_formality`` false): ``default``, ``prefer_more`` and
+    ``prefer_less`` pass (and change nothing), ``more`` and ``less`` are refused, any other value too."""
+    formality = (fields.text("formality") or "").strip().lower()
+    if formality in FORMALITIES_IGNORED:
+        return formality
+    if formality in FORMALITIES:
+        raise ApiStatus(
+            400,
+            f"Target language {target} does not support formality: English has no formal register here "
+            f"(supports_formality is false in /v2/languages); send default, prefer_more or prefer_less, which DeepL "
+            f"accepts for such a target and which change nothing",
+        )
+    raise ApiStatus(
+        400,
+        f"Value for 'formality' not supported: {formality!r}; use one of {', '.join(FORMALITIES)} "
+        f"(for English only default, prefer_more and prefer_less)",
+    )
+
+
+def _model_type(fields: RequestFields) -> str:
+    """The request's ``model_type`` (empty when absent); a value DeepL does not know is refused."""
+    model_type = (fields.text("model_type") or "").strip().lower()
+    if model_type and model_type not in MODEL_TYPES:
+        raise ApiStatus(
+            400, f"Value for 'model_type' not supported: {model_type!r}; use one of {', '.join(MODEL_TYPES)}"
+        )
+    return model_type
 
 
 def _source(fields: RequestFields) -> str:
@@ -396,3 +521,34 @@ def _texts(fields: RequestFields) -> list[str]:
     if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
         raise ApiStatus(400, "Parameter 'text' must be a string or a non-empty list of strings")
     return texts
+
+
+def _tag_list(fields: RequestFields, name: str) -> frozenset[str]:
+    """A DeepL tag parameter: comma-separated tag names, repeated or a JSON list (as the deepl client may send)."""
+    value = fields.get(name)
+    if value is None:
+        return frozenset()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ApiStatus(400, f"Value for '{name}' not supported: give tag names separated by commas, e.g. x,ph")
+    return frozenset(tag.strip() for item in items for tag in item.split(",") if tag.strip())
+
+
+def _tag_rules(fields: RequestFields) -> TagRules:
+    """DeepL's ``ignore_tags``, ``non_splitting_tags``, ``splitting_tags`` and ``outline_detection`` (0 or 1,
+    default 1; it only changes XML: HTML's structure is its own)."""
+    outline = fields.get("outline_detection")
+    if outline is None:
+        detect = True
+    elif isinstance(outline, bool | int | float) and outline in (0, 1):  # JSON: true, false, 0, 1
+        detect = bool(outline)
+    elif isinstance(outline, str) and outline.strip().lower() in ("0", "1", "false", "true"):
+        detect = outline.strip().lower() in ("1", "true")
+    else:
+        raise ApiStatus(400, f"Value for 'outline_detection' not supported: {outline!r}; use 0 or 1")
+    return TagRules(
+        ignore_tags=_tag_list(fields, "ignore_tags"),
+        non_splitting_tags=_tag_list(fields, "non_splitting_tags"),
+        splitting_tags=_tag_list(fields, "splitting_tags"),
+        outline_detection=detect,
+    )

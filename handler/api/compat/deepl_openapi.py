@@ -1,12 +1,22 @@
 """DeepL's part of the OpenAPI description (``handler.api.openapi`` assembles it): its v2 routes (text, languages,
-usage, documents, glossaries) and their request and response schemas, as ``handler.api.compat.deepl`` reads and
-answers them."""
+usage, documents, glossaries), its v3 multilingual glossary routes, and their request and response schemas, as
+``handler.api.compat.deepl`` reads and answers them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from handler.api.compat.deepl import FORMALITIES_IGNORED, GLOSSARY_ID_PATTERN, SOURCE_LANGS, TARGET_LANGS
+from handler.api.compat.deepl import (
+    FORMALITIES_IGNORED,
+    GLOSSARIES_V3,
+    GLOSSARY_ENTRIES_V3,
+    GLOSSARY_ID_PATTERN,
+    GLOSSARY_V3,
+    MODEL_TYPE_USED,
+    MODEL_TYPES,
+    SOURCE_LANGS,
+    TARGET_LANGS,
+)
 from handler.api.describe import (
     FORM,
     JSON,
@@ -34,6 +44,7 @@ from handler.storage.glossaries import (
     SOURCE_LANG,
     TARGET_LANG,
 )
+from handler.text.markup import TAGGED_FORMATS
 
 TAG = "deepl"
 DOCUMENT_ID_PATTERN = f"^{ID_PATTERN.pattern}$"  # what POST /v2/document answers (handler.storage.documents)
@@ -220,7 +231,11 @@ def document_paths(keys_required: bool) -> dict[str, Any]:
 
 
 def deepl_glossary_paths(keys_required: bool) -> dict[str, Any]:
-    """DeepL's v2 glossary routes (``handler.api.compat.deepl``, stored by ``handler.storage.glossaries``)."""
+    """DeepL's v2 and v3 glossary routes (``handler.api.compat.deepl``, stored by ``handler.storage.glossaries``)."""
+    return {**_glossary_v2_paths(keys_required), **_glossary_v3_paths(keys_required)}
+
+
+def _glossary_v2_paths(keys_required: bool) -> dict[str, Any]:
     ops = _glossary_operations(security(keys_required, *SCHEMES))
     glossary_id = path_parameter(
         "glossary_id", GLOSSARY_ID_PATTERN, "the glossary_id POST /v2/glossaries returned (a UUID)"
@@ -256,6 +271,93 @@ def deepl_glossary_paths(keys_required: bool) -> dict[str, Any]:
             "get": ops["entries_get"],
             "head": head_of(ops["entries_get"], "deeplGlossaryEntriesHead"),
             "options": id_preflight("deeplGlossaryEntriesPreflight"),
+        },
+    }
+
+
+def _glossary_v3_paths(keys_required: bool) -> dict[str, Any]:
+    """DeepL's multilingual glossary routes (v3): the same stored glossaries, each one zh → en dictionary."""
+    glossary_security = security(keys_required, *SCHEMES)
+    errors = _errors(
+        "400", "403", "404", "413", "500",
+        _400="a bad request (the message names the entry or parameter; more than one dictionary)",
+        _404="no such glossary for this key, or no dictionary of that language pair in it",
+        _413=f"over {MAX_ENTRIES_BYTES:,} bytes or {MAX_ENTRIES:,} entries, or {MAX_GLOSSARIES} glossaries held",
+        _500="the glossary store failed",
+    )  # fmt: skip
+    glossary_id = path_parameter(
+        "glossary_id", GLOSSARY_ID_PATTERN, "the glossary_id POST /v3/glossaries (or /v2/glossaries) returned"
+    )
+
+    def operation(operation_id: str, summary: str, ok: dict[str, Any], *statuses: str) -> dict[str, Any]:
+        answer = {"operationId": operation_id, "tags": [TAG], "summary": summary, "security": glossary_security,
+                  "responses": {**ok, **{status: errors[status] for status in statuses}}}  # fmt: skip
+        return answer
+
+    def language(name: str, values: list[str]) -> dict[str, Any]:
+        return {"name": name, "in": "query", "required": True, "schema": {"type": "string", "enum": values},
+                "description": "the dictionary's language (the glossary's one pair: zh → en)"}  # fmt: skip
+
+    create = operation(
+        "deeplMultilingualGlossaryCreate",
+        "DeepL v3: create a glossary of one zh → en dictionary (TSV or CSV entries)",
+        {"201": response("the new glossary", ref("DeepLMultilingualGlossary"))},
+        *("400", "403", "413", "500"),
+    )
+    create["requestBody"] = {"required": True, "content": {JSON: {"schema": ref("DeepLMultilingualGlossaryCreate")}}}
+    list_get = operation(
+        "deeplMultilingualGlossaries",
+        "DeepL v3: the caller's glossaries (v2's too)",
+        {"200": response("the glossaries", ref("DeepLMultilingualGlossaryList"))},
+        "403",
+    )
+    one_get = operation(
+        "deeplMultilingualGlossary",
+        "DeepL v3: one glossary's description",
+        {"200": response("the glossary", ref("DeepLMultilingualGlossary"))},
+        *("400", "403", "404"),
+    )
+    one_get["parameters"] = [glossary_id]
+    delete = operation(
+        "deeplMultilingualGlossaryDelete", "DeepL v3: delete a glossary", {"204": response("deleted")},
+        *("400", "403", "404"),
+    )  # fmt: skip
+    delete["parameters"] = [glossary_id]
+    entries_get = operation(
+        "deeplMultilingualGlossaryEntries",
+        "DeepL v3: the entries of a glossary's dictionary (TSV text in JSON)",
+        {"200": response("the dictionary's entries", ref("DeepLMultilingualGlossaryEntries"))},
+        *("400", "403", "404"),
+    )
+    entries_get["parameters"] = [
+        glossary_id,
+        language("source_lang", ["zh", "ZH", "zh-Hans", "zh-Hant", "ZH-HANS", "ZH-HANT"]),
+        language("target_lang", ["en", "EN", "en-US", "en-GB", "EN-US", "EN-GB"]),
+    ]
+
+    def id_preflight(operation_id: str) -> dict[str, Any]:
+        answer = preflight(operation_id, TAG, glossary_id)
+        answer["parameters"] = [glossary_id]
+        answer["responses"]["404"] = response("the path names no glossary (its ID is not a UUID)", ref("DeepLError"))
+        return answer
+
+    return {
+        GLOSSARIES_V3: {
+            "get": list_get,
+            "head": head_of(list_get, "deeplMultilingualGlossariesHead"),
+            "post": create,
+            "options": preflight("deeplMultilingualGlossariesPreflight", TAG),
+        },
+        GLOSSARY_V3: {
+            "get": one_get,
+            "head": head_of(one_get, "deeplMultilingualGlossaryHead"),
+            "delete": delete,
+            "options": id_preflight("deeplMultilingualGlossaryPreflight"),
+        },
+        GLOSSARY_ENTRIES_V3: {
+            "get": entries_get,
+            "head": head_of(entries_get, "deeplMultilingualGlossaryEntriesHead"),
+            "options": id_preflight("deeplMultilingualGlossaryEntriesPreflight"),
         },
     }
 
@@ -329,17 +431,39 @@ def _glossary_operations(glossary_security: list[dict[str, list[str]]]) -> dict[
 def deepl_schemas() -> dict[str, Any]:
     """DeepL's request and response shapes (each JSON body's form variant too)."""
     one_or_more = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]}
+    tag_names = {  # DeepL's tag parameters: names separated by commas, or a list of such strings
+        "anyOf": [{"type": ["string", "null"]}, {"type": "array", "items": {"type": "string"}}],
+        "description": "tag names separated by commas (html or xml tag handling)",
+    }
     schemas: dict[str, Any] = {
         "DeepLParameters": {
             "type": "object",
             "required": ["text", "target_lang"],
-            "description": "DeepL's other options (formality, split_sentences, context, ...) are accepted and ignored",
+            "description": "DeepL's other options (split_sentences, context, ...) are accepted and ignored",
             "additionalProperties": ref("DeepLIgnoredOption"),
             "properties": {
                 "text": one_or_more,
                 "source_lang": {"type": ["string", "null"], "enum": [*SOURCE_LANGS, None]},
                 "target_lang": {"type": "string", "enum": list(TARGET_LANGS)},
-                "tag_handling": {"type": ["string", "null"], "enum": ["html", None]},
+                "tag_handling": {"type": ["string", "null"], "enum": [*TAGGED_FORMATS, None]},
+                **{name: tag_names for name in ("ignore_tags", "non_splitting_tags", "splitting_tags")},
+                "outline_detection": {
+                    "type": ["boolean", "integer", "string", "null"],
+                    "enum": [True, False, 0, 1, "0", "1", "true", "false", None],
+                    "description": "xml: 1 (default) splits at elements whose parent holds no text; 0: only "
+                    "splitting_tags",
+                },
+                "formality": {
+                    "type": ["string", "null"],
+                    "enum": [*(name for name in FORMALITIES_IGNORED if name), None],
+                    "description": "English has no formality: more and less are refused (400), as DeepL refuses "
+                    "them for such a target; these change nothing",
+                },
+                "model_type": {
+                    "type": ["string", "null"],
+                    "enum": [*MODEL_TYPES, None],
+                    "description": f"any: the one model answers, and model_type_used says {MODEL_TYPE_USED}",
+                },
                 "glossary_id": {
                     "type": ["string", "null"],
                     "pattern": f"^$|{GLOSSARY_ID_PATTERN}",
@@ -355,8 +479,11 @@ def deepl_schemas() -> dict[str, Any]:
                     },
                     "then": {"required": ["source_lang"], "properties": {"source_lang": {"type": "string"}}},
                 },
-                {  # html is cut into blocks with private-use characters for its tags: a text may not hold them
-                    "if": {"required": ["tag_handling"], "properties": {"tag_handling": {"const": "html"}}},
+                {  # html and xml are cut into blocks with private-use characters for their tags: a text holds none
+                    "if": {
+                        "required": ["tag_handling"],
+                        "properties": {"tag_handling": {"enum": list(TAGGED_FORMATS)}},
+                    },
                     "then": {
                         "properties": {
                             "text": {
@@ -400,6 +527,11 @@ def deepl_schemas() -> dict[str, Any]:
                             "detected_source_language": {"type": "string"},
                             "text": {"type": "string"},
                             "billed_characters": {"type": "integer"},
+                            "model_type_used": {
+                                "type": "string",
+                                "enum": [MODEL_TYPE_USED],
+                                "description": "only when model_type was sent",
+                            },
                         },
                     },
                 }
@@ -439,7 +571,11 @@ def _file_and_glossary_schemas() -> dict[str, Any]:
                 },
                 "target_lang": {"type": "string", "enum": list(TARGET_LANGS)},
                 "source_lang": {"type": "string", "enum": list(SOURCE_LANGS)},
-                "formality": {"type": "string", "enum": [name for name in FORMALITIES_IGNORED if name]},
+                "formality": {
+                    "type": "string",
+                    "enum": [name for name in FORMALITIES_IGNORED if name],
+                    "description": "English has no formality: more and less are refused (400), as on /v2/translate",
+                },
                 "output_format": optional,
                 "glossary_id": {
                     "type": "string",
@@ -496,6 +632,75 @@ def _file_and_glossary_schemas() -> dict[str, Any]:
                 "target_lang": {"type": "string", "enum": [TARGET_LANG]},
                 "creation_time": {"type": "string", "format": "date-time"},
                 "entry_count": {"type": "integer", "minimum": 1},
+            },
+        },
+        "DeepLMultilingualGlossaryCreate": {
+            "type": "object",
+            "required": ["name", "dictionaries"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "dictionaries": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 1,
+                    "description": "this server's glossaries hold one dictionary, zh → en",
+                    "items": {
+                        "type": "object",
+                        "required": ["source_lang", "target_lang", "entries"],
+                        "properties": {
+                            "source_lang": {"type": "string", "enum": ["zh", "ZH", "zh-Hans", "zh-Hant"]},
+                            "target_lang": {"type": "string", "enum": ["en", "EN", "en-US", "en-GB"]},
+                            "entries": {"type": "string", "pattern": "\\S"},
+                            "entries_format": {"type": "string", "enum": list(ENTRIES_FORMATS), "default": "tsv"},
+                        },
+                    },
+                },
+                "auth_key": {"type": "string"},
+            },
+        },
+        "DeepLMultilingualGlossary": {
+            "type": "object",
+            "required": ["glossary_id", "name", "dictionaries", "creation_time"],
+            "properties": {
+                "glossary_id": {"type": "string"},
+                "name": {"type": "string"},
+                "creation_time": {"type": "string", "format": "date-time"},
+                "dictionaries": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["source_lang", "target_lang", "entry_count"],
+                        "properties": {
+                            "source_lang": {"type": "string", "enum": [SOURCE_LANG]},
+                            "target_lang": {"type": "string", "enum": [TARGET_LANG]},
+                            "entry_count": {"type": "integer", "minimum": 1},
+                        },
+                    },
+                },
+            },
+        },
+        "DeepLMultilingualGlossaryList": {
+            "type": "object",
+            "required": ["glossaries"],
+            "properties": {"glossaries": {"type": "array", "items": ref("DeepLMultilingualGlossary")}},
+        },
+        "DeepLMultilingualGlossaryEntries": {
+            "type": "object",
+            "required": ["dictionaries"],
+            "properties": {
+                "dictionaries": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["source_lang", "target_lang", "entries", "entries_format"],
+                        "properties": {
+                            "source_lang": {"type": "string", "enum": [SOURCE_LANG]},
+                            "target_lang": {"type": "string", "enum": [TARGET_LANG]},
+                            "entries": {"type": "string", "description": "source<TAB>target per line"},
+                            "entries_format": {"type": "string", "enum": ["tsv"]},
+                        },
+                    },
+                }
             },
         },
         "DeepLGlossaryList": {
