@@ -268,6 +268,11 @@ def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
                 "file": {"type": "string", "contentMediaType": "application/octet-stream"},
                 "source": {"type": "string", "enum": list(SOURCE_SPELLINGS)},
                 "target": {"type": "string", "enum": ["en"]},
+                "encoding": {
+                    "type": "string",
+                    "description": "this server's extension (LibreTranslate has no such field): a text file's "
+                    "encoding, e.g. big5 or gb18030; else detected, and a file too short to tell is refused naming it",
+                },
                 "api_key": {"type": "string"},
             },
         },
