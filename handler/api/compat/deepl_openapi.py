@@ -581,6 +581,11 @@ def _file_and_glossary_schemas() -> dict[str, Any]:
                     "type": "string",
                     "description": "a glossary of POST /v2/glossaries; needs source_lang",
                 },
+                "encoding": {
+                    "type": "string",
+                    "description": "this server's extension (DeepL has no such field): a text file's encoding, e.g. "
+                    "big5 or gb18030; else detected, and a file too short to tell is refused naming this field",
+                },
                 "auth_key": optional,
             },
         },
