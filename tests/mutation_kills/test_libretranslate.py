@@ -371,6 +371,9 @@ def test_detect_looks_at_every_text_of_a_list() -> None:
     for empty in (b"{}", b'{"q": ""}', b'{"q": []}'):  # LibreTranslate: if not q: abort(400)
         assert error(call(libre, "POST", "/detect", empty, JSON), 400) == "Invalid request: missing q parameter"
     assert error(call(libre, "POST", "/detect"), 400) == "Invalid request: missing q parameter"  # its own test
+    # a form's empty q field is missing, one of several too; a JSON list may hold "" (LibreTranslate takes [""])
+    assert error(call(libre, "POST", "/detect", b"q=a&q=", FORM), 400).startswith("Invalid request: missing q")
+    assert call(libre, "POST", "/detect", b'{"q": ["a", ""]}', JSON).status == 200
 
 
 # --- keys and failures ----------------------------------------------------------------------------------------

@@ -375,6 +375,8 @@ def _queries(fields: RequestFields) -> tuple[list[str], bool]:
     if isinstance(value, str):
         return [value], False
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        if fields.form and "" in value:  # a form's q= is LibreTranslate's missing q, one of several too
+            raise ApiStatus(400, 'Invalid request: missing q parameter (an empty q field; a JSON list may hold "")')
         return list(value), True
     raise ApiStatus(400, "Invalid request: q must be a string or a list of strings")
 

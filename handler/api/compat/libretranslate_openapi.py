@@ -282,4 +282,9 @@ def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
             "properties": {"translatedFileUrl": {"type": "string"}},
         },
     }
-    return with_form_variants(schemas, "LibreTranslateRequest", "LibreTranslateQuery")
+    forms = with_form_variants(schemas, "LibreTranslateRequest", "LibreTranslateQuery")
+    for name in ("LibreTranslateRequestForm", "LibreTranslateQueryForm"):
+        # a form's q= is empty, LibreTranslate's 400, in a list too (a JSON list may hold "": _queries)
+        array = forms[name]["properties"]["q"]["oneOf"][1]
+        forms[name]["properties"]["q"]["oneOf"][1] = {**array, "items": {**array["items"], "minLength": 1}}
+    return forms
