@@ -128,6 +128,8 @@ def warnings_of(stdout: str) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     current = None
     for line in section.splitlines():
+        if line.startswith("No links point to these operations"):
+            continue  # a group of the current warning's operations (by the operation that could supply their data)
         if line and not line.startswith((" ", "💡", "=")):
             current = line.split(":", 1)[0]
             found[current] = []
