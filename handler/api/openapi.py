@@ -108,7 +108,7 @@ def own_api_paths(config: RuntimeConfig, keys_required: bool) -> dict[str, Any]:
         "description": (
             'One text ({"text": ...}) or several ({"texts": [...]}) plus options; the response names the model. '
             f"At most {config.max_chars:,} characters in all and {config.max_texts} texts. A body with a `q` field "
-            "(and no text/texts) or a form body is LibreTranslate's request, answered in LibreTranslate's shapes."
+            "or `target` (and no text/texts) or a form body is LibreTranslate's request, answered in its shapes."
         ),
         "security": own_security,
         "requestBody": {
@@ -141,7 +141,7 @@ def own_api_paths(config: RuntimeConfig, keys_required: bool) -> dict[str, Any]:
                 {"oneOf": [ref("Error"), ref("LibreTranslateError")]},
             ),
             **own_errors(401),
-            "403": response("LibreTranslate: api_key missing or invalid", ref("LibreTranslateError")),
+            "403": response("LibreTranslate: api_key invalid (none: 400)", ref("LibreTranslateError")),
             **own_errors(413, 415),
             "500": response(
                 "a bug or a bad setting (LibreTranslate: also the model unavailable); no internals in the body",

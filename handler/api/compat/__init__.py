@@ -1,8 +1,8 @@
 """Drop-in HTTP APIs of other translation servers, on the same translation service.
 
 * ``handler.api.compat.libretranslate``: LibreTranslate's ``POST /translate`` (told from ours by its ``q`` field or
-  a form body), ``POST /detect``, ``GET /languages``, ``GET /frontend/settings``, ``POST /translate_file`` and
-  ``GET /download_file/<name>``;
+  a form body), ``POST /detect``, ``GET /languages``, ``GET /frontend/settings``, ``GET /health``, ``GET /spec``,
+  ``POST /suggest``, ``POST /translate_file`` and ``GET /download_file/<name>``;
 * ``handler.api.compat.deepl``: DeepL's ``POST /v2/translate``, ``GET /v2/languages``, ``GET /v2/usage``, the
   document API ``POST /v2/document``, ``/v2/document/{id}``, ``/v2/document/{id}/result`` and the glossary routes
   (``/v2/glossaries``, ``/v2/glossary-language-pairs``, v3's ``/v3/glossaries``; stored by
