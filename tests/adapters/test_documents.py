@@ -701,7 +701,7 @@ def test_translate_file_on_api_gateway_keeps_the_stage_and_uses_the_output_bucke
     configured = start(startup.config.with_overrides(output_bucket=bucket, document_bucket="in"))
     adapter = entry_modules["handler.adapters.aws_lambda"].LambdaAdapter(configured, store=S3Store(s3_client))
     body = requests.Request(
-        "POST", "http://x/", files={"file": ("film.srt", DOCUMENTS["film.srt"])}, data={"target": "en"}
+        "POST", "http://x/", files={"file": ("film.srt", DOCUMENTS["film.srt"])}, data={"source": "zh", "target": "en"}
     ).prepare()
     headers = {"Content-Type": str(body.headers["Content-Type"]), "X-Forwarded-Proto": "https"}
     event = http_event(API_GATEWAY_V1, "POST", "/translate_file", headers, bytes(body.body or b""))

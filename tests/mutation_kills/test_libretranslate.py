@@ -65,7 +65,8 @@ def error(response: HttpResponse, status: int) -> str:
         ("POST", "/translate", {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}, b"q=a", True),
         ("POST", "/translate", FORM, b"text=a", False),
         ("POST", "/translate", FORM, b"source=zh&target=en", True),  # no q: LibreTranslate's 400, not ours
-        ("POST", "/translate", FORM, b"", True),
+        ("POST", "/translate", FORM, b"", False),  # names nothing: this API's 415 (send JSON)
+        ("POST", "/translate", FORM, b'{"text": "a"}', False),  # JSON sent as a form: this API's 415
         ("POST", "/translate", FORM, b"q=&target=en", True),  # an empty q is still LibreTranslate's
         ("POST", "/translate", FORM, b"q=\xff\xfe&target=en", True),  # not UTF-8: claimed, then refused
         ("POST", "/translate", {"Content-Type": "multipart/form-data; boundary=x"}, b"", True),

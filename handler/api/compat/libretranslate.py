@@ -83,6 +83,8 @@ _CODE_BY_VARIANT = {
 }
 SUGGESTIONS_DISABLED = "Suggestions are disabled on this server."  # LibreTranslate's words (app.py, /suggest)
 _FORMATS = {"text": "text", "html": "html"}
+# a form body naming one of these (and neither text nor texts) is LibreTranslate's POST /translate
+_FORM_FIELDS = ("q", "q[]", "source", "target", "format", "alternatives", "api_key")
 MAX_BODY_BYTES = 10 * 1024 * 1024
 
 ROUTES: dict[str, tuple[str, ...]] = {
@@ -123,7 +125,9 @@ class LibreTranslateApi:
         content_type = request.headers.get("content-type", "").lower()
         if content_type.startswith(FORM_TYPE):  # LibreTranslate's clients send forms; this server's API takes JSON
             fields = parse_qs(request.body.decode("utf-8", "replace"), keep_blank_values=True)
-            return not any(name in fields for name in ("text", "texts"))  # those: this API's, told to send JSON
+            # naming one of LibreTranslate's fields and none of this API's (which is told to send JSON)
+            named = any(name in fields for name in _FORM_FIELDS)
+            return named and not any(name in fields for name in ("text", "texts"))
         if content_type.startswith(MULTIPART_TYPE):  # a browser's FormData, as LibreTranslate's page sends
             return True
         if "json" not in content_type:
