@@ -186,6 +186,7 @@ class _Sent:
 
     units: int = 0
     characters: int = 0
+    held: bool = False  # a unit waits for a later round's input: nothing more goes out until its window is done
 
 
 @dataclass(frozen=True)
@@ -495,6 +496,7 @@ class TranslationService:
                     decoded += characters
                     yield StreamProgress(done + decoded * window_characters // max(1, fresh_characters), run.total)
                     yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent)
+                yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent, window_done=True)
                 done += window_characters
             translations = self._assemble(prepared, results, run)
             yield StreamFinished(tuple(translations), len(units), sum(len(text) for text in prepared.given))
@@ -513,9 +515,17 @@ class TranslationService:
         results: dict[str, Translation],
         run: _Run,
         sent: _Sent,
+        *,
+        window_done: bool = False,
     ) -> Iterator[StreamedUnit]:
-        """The units of ``window`` from the next one not yet sent up to the first whose model inputs are not all
-        decoded: translated (their later rounds, if any, decoded now) and yielded in order."""
+        """The units of ``window`` from the next one not yet sent, in order, as far as they are translated.
+
+        Between batches (``window_done`` false) a unit goes out when its first-round model inputs are decoded and
+        its translation needs nothing more from the model; the first unit that needs a later round's input (a
+        sentence whose spans the model lost) holds itself and every unit after it until the window's batches are
+        done, when the held units' later rounds are decoded together, as the whole call decodes them."""
+        if sent.held and not window_done:
+            return
         start = max(sent.units, window.start)
         end = start
         while end < window.stop and all(text in run.decoded for text in inputs_of[end]):
@@ -523,11 +533,39 @@ class TranslationService:
         if end == start:
             return
         sources = [t for position in range(start, end) for t in units[position].sources]
-        results.update(self._segment_translations(sources, self._model_for(run), run.options))
+        if window_done:
+            results.update(self._segment_translations(sources, self._model_for(run), run.options))
+            sent.held = False
+        else:
+            missing: set[str] = set()
+            found = self._segment_translations(sources, self._decoded_only(run, missing), run.options)
+            for position in range(start, end):
+                if any(given in missing for t in units[position].sources for given in found[t].model_inputs):
+                    end, sent.held = position, True
+                    break
+            results.update({t: found[t] for position in range(start, end) for t in units[position].sources})
         for position in range(start, end):
             sent.units = position + 1
             sent.characters += sum(len(t) for t in units[position].sources)
             yield self._streamed(units[position], position, prepared, results, run)
+
+    def _decoded_only(self, run: _Run, missing: set[str]) -> Callable[[Sequence[str]], list[str]]:
+        """A model answering only what this request has decoded; any other input is recorded in ``missing`` and
+        answered with an empty string (a translation made from it is discarded, never sent)."""
+
+        def model(inputs: Sequence[str]) -> list[str]:
+            outputs = []
+            for text in inputs:
+                entry = run.decoded.get(text)
+                if entry is None:
+                    missing.add(text)
+                    outputs.append("")
+                else:
+                    run.scored[text] = (entry.hypothesis, entry.source_tokens)
+                    outputs.append(entry.translation)
+            return outputs
+
+        return model
 
     def _units(self, prepared: _Prepared, options: TranslateOptions) -> list[_Unit]:
         """The request's units in order: each segment of plain text, each block of markup."""
