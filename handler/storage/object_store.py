@@ -289,10 +289,13 @@ class GcsStore:
         return None if blob is None else _generation(blob)
 
     def read_versioned(self, ref: ObjectRef) -> VersionedObject | None:
-        blob = self.client.bucket(ref.bucket).get_blob(ref.key, **self._once)
+        bucket = self.client.bucket(ref.bucket)
+        blob = bucket.get_blob(ref.key, **self._once)
         if blob is None:
             return None
-        data = blob.download_as_bytes(if_generation_match=blob.generation, **self._once)
+        # downloaded through a blob the client names itself: the media link a server returns (the Cloud Storage
+        # emulator's) may not encode a "%" in the name, so "a%2Fb.txt" would be fetched as "a/b.txt"
+        data = bucket.blob(ref.key).download_as_bytes(if_generation_match=blob.generation, **self._once)
         return VersionedObject(bytes(data), _generation(blob), dict(blob.metadata or {}))
 
     def write_if(
