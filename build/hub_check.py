@@ -8,6 +8,11 @@ Hugging Face cache (the hub library falls back to it offline), or a hub id the h
 (``GET $HF_ENDPOINT/api/models/<id>``, default endpoint https://huggingface.co, ``HF_TOKEN`` sent when set, at most
 ``HUB_CHECK_TIMEOUT_S`` seconds, default 10). Otherwise exit status 2 and what to do: download the checkpoint where
 there is network and pass ``MODEL=<folder>``. ``HF_HUB_OFFLINE=1`` means: the cache or nothing.
+
+A CSANMT id (``damo/<name>``, another ``<owner>/<name>`` naming csanmt, or any ``<owner>/<name>`` with
+``--family csanmt``) is asked of ModelScope instead, as its ``snapshot_download`` asks first
+(``GET $MODELSCOPE_ENDPOINT/api/v1/models/<id>/repo/files``, default endpoint https://www.modelscope.cn,
+``MODELSCOPE_API_TOKEN`` sent when set).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
+DEFAULT_MODELSCOPE_ENDPOINT = "https://www.modelscope.cn"
+MODELSCOPE_OWNERS = ("damo/",)  # the owner of ModelScope's CSANMT translation models
 DEFAULT_TIMEOUT_S = 10.0
 TRUE_VALUES = ("1", "true", "yes", "on")
 
@@ -36,6 +43,8 @@ class HubSettings:
     cache: Path = Path.home() / ".cache" / "huggingface" / "hub"
     token: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    modelscope_endpoint: str = DEFAULT_MODELSCOPE_ENDPOINT
+    modelscope_token: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> HubSettings:
@@ -50,7 +59,18 @@ class HubSettings:
             cache=cache,
             token=environ.get("HF_TOKEN") or None,
             timeout_s=float(timeout) if timeout else DEFAULT_TIMEOUT_S,
+            modelscope_endpoint=modelscope_endpoint(environ),
+            modelscope_token=environ.get("MODELSCOPE_API_TOKEN") or None,
         )
+
+
+def modelscope_endpoint(environ: Mapping[str, str]) -> str:
+    """modelscope's own choice: ``MODELSCOPE_ENDPOINT``, else the older ``MODELSCOPE_DOMAIN`` (https), else default."""
+    endpoint = (environ.get("MODELSCOPE_ENDPOINT") or "").strip()
+    if not endpoint:
+        domain = (environ.get("MODELSCOPE_DOMAIN") or "").strip()
+        endpoint = (domain if "://" in domain else f"https://{domain}") if domain else DEFAULT_MODELSCOPE_ENDPOINT
+    return endpoint.rstrip("/")
 
 
 def download_hint(model: str) -> str:
@@ -66,6 +86,21 @@ def download_hint(model: str) -> str:
 def looks_like_a_path(model: str) -> bool:
     """A hub id is ``name`` or ``owner/name``; anything else can only be meant as a folder."""
     return model.startswith((".", "/", "~")) or model.count("/") > 1 or model.endswith("/")
+
+
+def is_modelscope_id(model: str) -> bool:
+    """``owner/name`` of a CSANMT model on ModelScope: owned by ``damo`` or naming csanmt."""
+    if looks_like_a_path(model) or model.count("/") != 1:
+        return False
+    return model.startswith(MODELSCOPE_OWNERS) or "csanmt" in model.lower()
+
+
+def modelscope_download_hint(model: str) -> str:
+    """How to build a CSANMT model from a folder instead."""
+    return (
+        f"download the folder where you have network (`pip install modelscope && modelscope download {model} "
+        "--local-dir DIR`), copy it here and pass MODEL=DIR"
+    )
 
 
 def in_cache(model: str, cache: Path) -> bool:
@@ -94,12 +129,40 @@ def ask_hub(model: str, settings: HubSettings) -> str | None:
         return f"cannot reach the Hugging Face hub at {settings.endpoint} ({reason})"
 
 
+def ask_modelscope(model: str, settings: HubSettings) -> str | None:
+    """None when ModelScope lists the model's files (the call its ``snapshot_download`` makes first), else why not."""
+    url = f"{settings.modelscope_endpoint}/api/v1/models/{model}/repo/files?Revision=master&Recursive=True"
+    request = urllib.request.Request(url, method="GET")
+    if settings.modelscope_token:
+        request.add_header("Authorization", f"Bearer {settings.modelscope_token}")
+    try:
+        with urllib.request.urlopen(request, timeout=settings.timeout_s) as answer:  # noqa: S310 - http(s) endpoint
+            json.load(answer)
+        return None
+    except urllib.error.HTTPError as error:
+        if error.code in (401, 403, 404):
+            return (
+                f"ModelScope ({settings.modelscope_endpoint}) has no model {model!r} this machine may read "
+                f"(HTTP {error.code}): check the id, or for a private model set MODELSCOPE_API_TOKEN"
+            )
+        return f"ModelScope ({settings.modelscope_endpoint}) answered HTTP {error.code} for {model!r}"
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        return f"cannot reach ModelScope at {settings.modelscope_endpoint} ({reason})"
+
+
 def problem(model: str, settings: HubSettings, family: str | None = None) -> str | None:
     """None when ``make model`` can go on with MODEL, else the message that says what to do instead."""
     if Path(model).expanduser().exists():
         return None
     if looks_like_a_path(model):
         return f"MODEL={model}: no such folder (a hub id is <owner>/<name>, e.g. Helsinki-NLP/opus-mt-zh-en)"
+    if is_modelscope_id(model) or (family == "csanmt" and model.count("/") == 1):
+        unanswered = ask_modelscope(model, settings)
+        if unanswered is None:
+            return None
+        hint = modelscope_download_hint(model)
+        return f"MODEL={model}: {unanswered}. Nothing was installed. To build it anyway, {hint}"
     if family == "csanmt" or "csanmt" in model.lower():
         return (
             f"MODEL={model} is not a local folder; CSANMT models come from ModelScope, not the Hugging Face hub: "

@@ -91,7 +91,8 @@ def names() -> tuple[str, ...]:
 
 
 def resolve(model: str | Path, family: str | None = None) -> Family:
-    """The family named ``family``, or the one that recognises the folder ``model`` (Marian for hub ids)."""
+    """The family named ``family``, or the one that recognises the folder ``model`` (CSANMT for ModelScope ids such
+    as ``damo/nlp_csanmt_translation_zh2en``, Marian for other hub ids)."""
     families = _families()
     if family is not None:
         if family not in families:
@@ -107,6 +108,10 @@ def resolve(model: str | Path, family: str | None = None) -> Family:
             "config.json, source.spm, target.spm and vocab.json; a ModelScope CSANMT folder has configuration.json, "
             "tf_ckpts/ckpt-0.*, bpe.zh, src_vocab.txt and trg_vocab.txt"
         )
+    from build.hub_check import is_modelscope_id
+
+    if is_modelscope_id(str(model)):
+        return families["csanmt"]  # a ModelScope id: its loader downloads it (build.families.csanmt.download)
     if "csanmt" in str(model).lower():
         raise ExportError(
             f"{model} is not a local folder; CSANMT models come from ModelScope, not the Hugging Face hub: download "

@@ -68,9 +68,10 @@ def test_the_folder_layout_selects_the_family(csanmt_tiny_dir: Path, tiny_marian
         families.resolve(tmp_path)
     with pytest.raises(ExportError, match="unknown model family 'fairseq'; supported: marian, csanmt"):
         families.resolve(csanmt_tiny_dir, "fairseq")
-    hint = "CSANMT models come from ModelScope.*`modelscope download damo/nlp_csanmt_translation_zh2en --local-dir DIR`"
+    assert families.resolve("damo/nlp_csanmt_translation_zh2en").name == "csanmt"  # a ModelScope id: downloaded
+    hint = "csanmt-zh2en is not a local folder; CSANMT models come from ModelScope.*`modelscope download csanmt-zh2en"
     with pytest.raises(ExportError, match=hint):
-        families.resolve("damo/nlp_csanmt_translation_zh2en")
+        families.resolve("csanmt-zh2en")
 
 
 def test_only_the_inference_variables_are_read(csanmt_tiny_dir: Path, csanmt_checkpoint: Any) -> None:

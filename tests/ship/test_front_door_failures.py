@@ -194,7 +194,8 @@ def test_a_folder_skips_the_check_and_a_missing_one_is_named(tmp_path: Path) -> 
 
 
 def test_a_csanmt_id_is_sent_to_modelscope(tmp_path: Path) -> None:
-    environ = _hub_env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
+    closed = f"http://127.0.0.1:{_closed_port()}"
+    environ = _hub_env(tmp_path, HF_ENDPOINT=closed, MODELSCOPE_ENDPOINT=closed)  # tests/build/: a ModelScope stand-in
     result = _check("damo/nlp_csanmt_translation_zh2en", environ)
     assert result.returncode == 2
     assert "modelscope download damo/nlp_csanmt_translation_zh2en --local-dir DIR" in result.stderr

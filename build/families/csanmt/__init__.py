@@ -302,13 +302,12 @@ def spec_from(config: CsanmtConfig) -> ModelSpec:
 
 
 def load_checkpoint(model: str | Path) -> CsanmtCheckpoint:
-    """Read a ModelScope CSANMT folder into the PyTorch reference network (inference variables only)."""
-    from build.errors import ExportError
+    """Read a ModelScope CSANMT folder (or a ModelScope hub id, downloaded first) into the PyTorch reference network
+    (inference variables only)."""
+    from build.families.csanmt.download import resolve_folder
     from build.families.csanmt.graphs import CsanmtNetwork
 
-    folder = Path(model)
-    if not folder.is_dir():
-        raise ExportError(f"CSANMT model folder {folder} does not exist (download the ModelScope folder first)")
+    folder = resolve_folder(model)
     checkpoint_files.check_folder(folder)
     config = checkpoint_files.load_config(folder)
     for name, size in (
