@@ -22,6 +22,21 @@ Two ways of writing the English as it goes, for pipes (a Unix filter):
   that cannot be read (not UTF-8 or GB18030) gives an empty line and an error on stderr (exit status 1 at the end);
   the translation memory makes repeated lines cheap. With ``--scores``: each line's ``--scores`` output.
 
+Several files, or a folder, go with an output folder: ``-O out/ a.txt b.srt`` or ``-O out/ folder/`` writes each
+translation into ``out/`` under the same name (a folder's files at the same relative paths), each file atomically;
+a file that fails is reported on stderr and the rest are still translated. The output folder may be no input's
+folder, so that no input is ever overwritten.
+
+The progress bar (``\r`` updates on stderr) is drawn only when stderr is a terminal, or with ``--progress``; never
+into a log file or a pipe otherwise. ``--version`` prints the runtime's version, the model and its bundle hash.
+
+Exit status (``EXIT_*``, after sysexits.h where one fits): 0 done; 1 bad input (a file that cannot be read or
+translated, an option value refused: 1 as before, so scripts that test for it keep working); 2 a usage error
+(argparse); 69 ``EX_UNAVAILABLE``, the model cannot be used (its bundle missing or damaged): no input would translate;
+75 ``EX_TEMPFAIL``, ``--timeout`` passed before the translation could finish: the same command may succeed with more
+time; 130 interrupted (Ctrl-C, 128 + SIGINT, as shells report it), quietly. With several files: the worst of their
+statuses (69 over 75 over 1).
+
 ``serve`` starts the HTTP surface (page and API) on the standard library's HTTP server.
 """
 
@@ -31,24 +46,44 @@ import argparse
 import json
 import logging
 import os
+import platform
 import sys
+import time
+import tomllib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
+from importlib import metadata
 from pathlib import Path
 from typing import BinaryIO, NoReturn, TextIO
 
 from handler.api.scores import segment_json
 from handler.config import RuntimeConfig
-from handler.errors import InvalidRequestError, TranslatorError
+from handler.errors import DeadlineExceededError, InvalidRequestError, ModelUnavailableError, TranslatorError
 from handler.formats import FORMAT_NAMES, FileFormat, FileTranslator, format_for, format_named, translate_file
 from handler.formats.encodings import decode_text
 from handler.model.confidence import ScoredSegment
+from handler.options import SOURCE_SPELLINGS
 from handler.service import StreamEvent, TextTranslation, TranslateOptions, TranslationService
 from handler.streaming import StreamedUnit, StreamProgress
 from handler.text.glossary import load_glossary
 from handler.text.segmentation import Joiner, Segment
 
 PROGRESS_MIN_CHARS = 1_000  # inputs shorter than this finish too fast for a progress bar to help
+DISTRIBUTION = "zh-en-translate-function"  # pyproject.toml's [project] name
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 1  # a file that cannot be read or translated, an option value refused
+EXIT_USAGE = 2  # argparse's
+EXIT_MODEL_UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: the bundle is missing or damaged
+EXIT_DEADLINE = 75  # sysexits.h EX_TEMPFAIL: --timeout passed; more time may succeed
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+# which of several files' statuses is the command's: the one with the widest cause
+SEVERITY = (EXIT_OK, EXIT_BAD_INPUT, EXIT_DEADLINE, EXIT_MODEL_UNAVAILABLE)
+EXIT_CODES_HELP = (
+    "exit status: 0 done; 1 bad input (a file that cannot be read or translated); 2 usage error; 69 the model "
+    "cannot be used (bundle missing or damaged); 75 --timeout passed; 130 interrupted (Ctrl-C). Several files: the "
+    "worst of theirs."
+)
 
 
 class ProgressBar:
@@ -76,6 +111,35 @@ class ProgressBar:
             self.stream.flush()
 
 
+def exit_status(error: BaseException) -> int:
+    """The command's exit status for an error that stopped a translation."""
+    if isinstance(error, ModelUnavailableError):  # BundleError too
+        return EXIT_MODEL_UNAVAILABLE
+    if isinstance(error, DeadlineExceededError):
+        return EXIT_DEADLINE
+    return EXIT_BAD_INPUT
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """The progress bar's ``\r`` updates only where a person watches: stderr a terminal, or ``--progress``."""
+    return not args.quiet and (args.progress or sys.stderr.isatty())
+
+
+def seconds(value: str) -> float:
+    """``--timeout``'s value: a positive number of seconds (argparse reports anything else as a usage error)."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
+    return number
+
+
+def _deadline(args: argparse.Namespace) -> float | None:
+    return None if args.timeout is None else time.monotonic() + args.timeout
+
+
 def _read_input(name: str, stdin: BinaryIO) -> bytes:
     if name == "-":
         return stdin.read()
@@ -83,7 +147,11 @@ def _read_input(name: str, stdin: BinaryIO) -> bytes:
 
 
 def filter_usage_problem(args: argparse.Namespace) -> str | None:
-    """Why ``--stream`` or ``--lines`` cannot go with the other arguments given, or None when they can."""
+    """Why ``--stream`` or ``--lines`` (or several files, or ``-O``) cannot go with the other arguments given, or None
+    when they can."""
+    problem = output_folder_problem(args)
+    if problem is not None:
+        return problem
     if args.lines:
         if args.stream:
             return (
@@ -111,11 +179,84 @@ def filter_usage_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def translate_command(args: argparse.Namespace) -> int:
-    from handler import coldstart
+def output_folder_problem(args: argparse.Namespace) -> str | None:
+    """Why several files, a folder or ``-O DIR`` cannot go with the other arguments given, or None when they can."""
+    folders = [name for name in args.files if name != "-" and Path(name).is_dir()]
+    if args.output_dir is None:
+        if len(args.files) > 1:
+            return "several files need an output folder: -O DIR writes each translation there under the same name"
+        if folders:
+            return f"{folders[0]} is a folder: give an output folder with -O DIR to translate the files in it"
+        return None
+    if "-" in args.files or not args.files:
+        return "-O DIR translates files into a folder; stdin (-) has no name there: use -o FILE or stdout"
+    for flag, given in (("-o", args.output is not None), ("--stream", args.stream), ("--lines", args.lines)):
+        if given:
+            return f"-O DIR writes each file whole into the folder; {flag} does not go with it: drop one of them"
+    out = args.output_dir.resolve()
+    for folder in folders:
+        if Path(folder).resolve() == out:
+            return f"the output folder {args.output_dir} is the input folder: choose another -O, never an input's"
+    plan = folder_plan(args.files, args.output_dir)
+    inputs = {source.resolve() for source, _ in plan}
+    targets: dict[Path, str] = {}
+    for source, target in plan:
+        if source.resolve().parent == out or target.resolve() in inputs:
+            return f"the output folder {args.output_dir} holds the input {source}: choose another -O, never an input's"
+        if target.resolve() in targets:
+            return f"{source} and {targets[target.resolve()]} would both be written to {target}: translate them apart"
+        targets[target.resolve()] = str(source)
+    return None
 
+
+def folder_plan(names: list[str], output_dir: Path) -> list[tuple[Path, Path]]:
+    """Each input file and where its translation goes: a file to ``output_dir``/its name, a folder's files (hidden
+    ones left out) to the same relative paths under ``output_dir``."""
+    plan: list[tuple[Path, Path]] = []
+    for name in names:
+        path = Path(name)
+        if not path.is_dir():
+            plan.append((path, output_dir / path.name))
+            continue
+        for source in sorted(path.rglob("*")):
+            relative = source.relative_to(path)
+            if source.is_file() and not any(part.startswith(".") for part in relative.parts):
+                plan.append((source, output_dir / relative))
+    return plan
+
+
+def translate_command(args: argparse.Namespace) -> int:
     if args.lines:
         return _translate_lines(args)
+    if args.output_dir is not None:
+        return _translate_into_folder(args)
+    return _translate_one(args)
+
+
+def _translate_into_folder(args: argparse.Namespace) -> int:
+    """``-O DIR``: each file translated into the folder; a failure reported on stderr and the rest still translated
+    (but none once the model proved unusable); the worst status."""
+    worst = EXIT_OK
+    for source, target in folder_plan(args.files, args.output_dir):
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _translate_one(replace_args(args, file=str(source), output=target))
+        except (TranslatorError, OSError) as error:
+            print(f"error: {source}: {error}", file=sys.stderr, flush=True)
+            status = exit_status(error)
+            worst = max(worst, status, key=SEVERITY.index)
+            if status == EXIT_MODEL_UNAVAILABLE:
+                return status
+    return worst
+
+
+def replace_args(args: argparse.Namespace, **changes: object) -> argparse.Namespace:
+    return argparse.Namespace(**{**vars(args), **changes})
+
+
+def _translate_one(args: argparse.Namespace) -> int:
+    from handler import coldstart
+
     fmt = file_format(args)
     if args.scores and fmt.service_format is None:
         raise InvalidRequestError(
@@ -134,16 +275,21 @@ def translate_command(args: argparse.Namespace) -> int:
     source = fmt.read(data, name, args.encoding)
     text = source.text
     service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
-    bar = ProgressBar(sys.stderr) if len(text) >= PROGRESS_MIN_CHARS and not args.quiet else None
+    bar = ProgressBar(sys.stderr) if len(text) >= PROGRESS_MIN_CHARS and show_progress(args) else None
+    deadline = _deadline(args)
     if args.stream:
         if sys.stdout.isatty():
             bar = None  # the English itself shows how far it got; a bar would be drawn over it
-        return _translate_streamed(service, text, options, sys.stdout.buffer, bar, scores=args.scores)
+        return _translate_streamed(
+            service, text, options, sys.stdout.buffer, bar, scores=args.scores, deadline=deadline
+        )
     try:
         if args.scores:
-            detail = service.translate_document_detailed(text.replace("\r\n", "\n"), options, progress=bar)
+            detail = service.translate_document_detailed(
+                text.replace("\r\n", "\n"), options, deadline=deadline, progress=bar
+            )
         else:  # in its format: markup kept, or (subtitles) cue text translated and everything else byte for byte
-            translator = FileTranslator(service, options, progress=bar)
+            translator = FileTranslator(service, options, deadline=deadline, progress=bar)
             translation = fmt.translate(source, translator).decode("utf-8")
     finally:
         if bar is not None:
@@ -163,6 +309,8 @@ def _options(args: argparse.Namespace, fmt: str) -> TranslateOptions:
         raw_options["glossary"] = load_glossary(args.glossary, "--glossary")
     if args.scores:
         raw_options["scores"] = True
+    if args.source is not None:
+        raw_options["source"] = args.source
     return TranslateOptions.from_mapping(raw_options)
 
 
@@ -174,13 +322,14 @@ def _translate_streamed(
     bar: ProgressBar | None,
     *,
     scores: bool,
+    deadline: float | None = None,
 ) -> int:
     """``--stream``: each sentence's English written and flushed as it is done, with the source's whitespace and
     line breaks between (``Joiner``), byte for byte the non-streamed output; ``--scores``: each segment's JSON line
     as it is done, then the summary line."""
     crlf = "\r\n" in text and not scores  # as translate_text: the line endings come back as they were
     text = text.replace("\r\n", "\n")
-    events = service.translate_document_stream(text, options)
+    events = service.translate_document_stream(text, options, deadline=deadline)
     # the service segments the text in the model's script; the separators are copied from it, as Document.join does
     joiner = Joiner(service.scripts.to_model_script(text, options.source))
     written: list[str] = []  # the English so far (LF line breaks)
@@ -320,14 +469,16 @@ def _translate_binary(
     from handler import coldstart
 
     service = coldstart.get_service(RuntimeConfig.from_env(bundle_dir=args.bundle))
-    bar = None if args.quiet else ProgressBar(sys.stderr)
+    bar = ProgressBar(sys.stderr) if show_progress(args) else None
 
     def progress(done: int, total: int) -> None:
         if bar is not None and total >= PROGRESS_MIN_CHARS:
             bar(done, total)
 
     try:
-        payload = translate_file(data, name, service, options, progress=progress, file_format=fmt).data
+        payload = translate_file(
+            data, name, service, options, deadline=_deadline(args), progress=progress, file_format=fmt
+        ).data
     finally:
         if bar is not None:
             bar.finish()
@@ -354,6 +505,32 @@ def _write_scores(detail: TextTranslation, output: Path | None) -> int:
     return _write_output(output, payload.encode("utf-8"))
 
 
+def runtime_version() -> str:
+    """This runtime's version: its installed distribution's, else the checkout's pyproject.toml's, else unknown."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        pass
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return "unknown"
+    return str(project.get("version", "unknown")) if project.get("name") == DISTRIBUTION else "unknown"
+
+
+def version_command(args: argparse.Namespace) -> int:
+    """``--version``: the runtime's version, then the model and its bundle hash (read from the bundle's manifest;
+    nothing translated). A bundle that cannot be read is the unusable model's error and status."""
+    from handler.model.loader import load_bundle
+
+    print(f"{DISTRIBUTION} {runtime_version()} (Python {platform.python_version()})", flush=True)
+    bundle_dir = RuntimeConfig.from_env(bundle_dir=args.bundle).bundle_dir
+    manifest = load_bundle(bundle_dir, verify_hashes=False)
+    print(f"model {manifest.name}, bundle {manifest.bundle_hash()} ({bundle_dir})")
+    return EXIT_OK
+
+
 def serve_command(args: argparse.Namespace) -> int:
     from handler.adapters.local_server import make_server
     from handler.api.router import HttpApi
@@ -378,7 +555,9 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m handler", description="Chinese→English translation")
+    parser = argparse.ArgumentParser(
+        prog="python -m handler", description="Chinese→English translation", epilog=EXIT_CODES_HELP
+    )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--bundle",
@@ -389,11 +568,43 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     translate = commands.add_parser(
-        "translate", parents=[common], help="translate a text, subtitle or .docx file (or stdin) to stdout"
+        "translate",
+        parents=[common],
+        help="translate a text, subtitle or .docx file (or stdin) to stdout",
+        description="Translate a text, HTML, Markdown, subtitle or .docx file (or stdin) to English.",
+        epilog=EXIT_CODES_HELP,
     )
-    translate.add_argument("file", nargs="?", default="-", help="a text file, or - for stdin (the default)")
+    translate.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="a file, or - for stdin (the default); several files or a folder need -O DIR",
+    )
     translate.add_argument("--beam-size", type=int, default=None, help="1-8 (default: TRANSLATE_BEAM_SIZE or 4)")
+    translate.add_argument(
+        "--source",
+        choices=SOURCE_SPELLINGS,
+        default=None,
+        help="the text's Chinese variant, e.g. zh-Hans, zh-Hant, zh-TW, zh-HK (default: auto, detected)",
+    )
     translate.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    translate.add_argument(
+        "--progress",
+        action="store_true",
+        help="draw the progress bar on stderr even when it is not a terminal (by default only on a terminal)",
+    )
+    translate.add_argument(
+        "--timeout",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="give up (exit status 75) on a file whose translation cannot finish within SECONDS (default: no limit)",
+    )
+    translate.add_argument(
+        "--version",
+        action="store_true",
+        help="print the runtime's version, the model and its bundle hash, and exit",
+    )
     translate.add_argument(
         "--scores",
         action="store_true",
@@ -418,6 +629,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="write the translation to this file (once complete) instead of stdout; needed for a .docx on a terminal",
+    )
+    translate.add_argument(
+        "-O",
+        "--output-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write each file's translation into DIR under the same name (a folder's files at their relative "
+        "paths); for several files or a folder; never an input's folder",
     )
     translate.add_argument(
         "--glossary",
@@ -448,7 +668,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "translate":
-        problem = filter_usage_problem(args)
+        args.file = args.files[0] if args.files else "-"
+        if args.version:
+            args.run = version_command
+        problem = None if args.version else filter_usage_problem(args)
         if problem is not None:
             usage_error: Callable[[str], NoReturn] = args.usage_error
             usage_error(problem)  # the usage and the problem on stderr, exit status 2
@@ -458,13 +681,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush finds no pipe
         return 1
     except KeyboardInterrupt:  # Ctrl+C on a pipeline (tail -f | ... --lines): no traceback
-        return 130
-    except TranslatorError as error:
+        return EXIT_INTERRUPTED
+    except (TranslatorError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
-    except OSError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return exit_status(error)
 
 
 if __name__ == "__main__":

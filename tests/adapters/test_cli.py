@@ -54,7 +54,8 @@ def test_long_input_shows_a_progress_bar_on_stderr_only(
 ) -> None:
     source = tmp_path / "long.txt"
     source.write_text(LONG, encoding="utf-8")
-    result = run_cli(["translate", str(source)], adapter_env)
+    # stderr is a pipe here: --progress draws the bar anyway (a terminal gets it unasked: test_cli_unix)
+    result = run_cli(["translate", "--progress", str(source)], adapter_env)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout == expected(startup, LONG)
     stderr = result.stderr.decode()
@@ -65,7 +66,7 @@ def test_long_input_shows_a_progress_bar_on_stderr_only(
 def test_quiet_hides_the_progress_bar(tmp_path: Path, adapter_env: dict[str, str]) -> None:
     source = tmp_path / "long.txt"
     source.write_text(LONG, encoding="utf-8")
-    result = run_cli(["translate", "--quiet", str(source)], adapter_env)
+    result = run_cli(["translate", "--quiet", "--progress", str(source)], adapter_env)
     assert result.returncode == 0 and result.stderr == b""
 
 
@@ -82,7 +83,7 @@ def test_errors_are_one_line_on_stderr(tmp_path: Path, adapter_env: dict[str, st
 
 def test_a_broken_bundle_is_reported(broken_bundle_dir: Path, adapter_env: dict[str, str]) -> None:
     result = run_cli(["translate", "--bundle", str(broken_bundle_dir), "-"], adapter_env, stdin=SHORT.encode())
-    assert result.returncode == 1
+    assert result.returncode == 69  # EX_UNAVAILABLE: an unusable model, not bad input
     assert b"encoder.onnx" in result.stderr and b"Traceback" not in result.stderr
 
 

@@ -141,7 +141,8 @@ def test_lines_with_scores_writes_each_lines_scores(tmp_path: Path) -> None:
 
 def test_stream_writes_the_first_sentences_while_batches_are_still_decoding(tmp_path: Path) -> None:
     text = "\n".join(dev_sentences(60)) + "\n"  # 1,254 characters: long enough for the progress bar
-    process = start(["--stream"], cli_env(tmp_path), stderr=subprocess.STDOUT)  # one pipe: order of arrival
+    # one pipe: order of arrival; --progress, since a pipe gets no bar unasked
+    process = start(["--stream", "--progress"], cli_env(tmp_path), stderr=subprocess.STDOUT)
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(text.encode("utf-8"))
     process.stdin.close()
