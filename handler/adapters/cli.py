@@ -554,6 +554,44 @@ def serve_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_tool_arguments(translate: argparse.ArgumentParser) -> None:
+    """``translate``'s options for running it as a Unix tool: the variant, progress, a time limit, the version, and
+    an output folder for several files."""
+    translate.add_argument(
+        "--source",
+        choices=SOURCE_SPELLINGS,
+        default=None,
+        help="the text's Chinese variant, e.g. zh-Hans, zh-Hant, zh-TW, zh-HK (default: auto, detected)",
+    )
+    translate.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    translate.add_argument(
+        "--progress",
+        action="store_true",
+        help="draw the progress bar on stderr even when it is not a terminal (by default only on a terminal)",
+    )
+    translate.add_argument(
+        "--timeout",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="give up (exit status 75) on a file whose translation cannot finish within SECONDS (default: no limit)",
+    )
+    translate.add_argument(
+        "--version",
+        action="store_true",
+        help="print the runtime's version, the model and its bundle hash, and exit",
+    )
+    translate.add_argument(
+        "-O",
+        "--output-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write each file's translation into DIR under the same name (a folder's files at their relative "
+        "paths); for several files or a folder; never an input's folder",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m handler", description="Chinese→English translation", epilog=EXIT_CODES_HELP
@@ -581,30 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a file, or - for stdin (the default); several files or a folder need -O DIR",
     )
     translate.add_argument("--beam-size", type=int, default=None, help="1-8 (default: TRANSLATE_BEAM_SIZE or 4)")
-    translate.add_argument(
-        "--source",
-        choices=SOURCE_SPELLINGS,
-        default=None,
-        help="the text's Chinese variant, e.g. zh-Hans, zh-Hant, zh-TW, zh-HK (default: auto, detected)",
-    )
-    translate.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
-    translate.add_argument(
-        "--progress",
-        action="store_true",
-        help="draw the progress bar on stderr even when it is not a terminal (by default only on a terminal)",
-    )
-    translate.add_argument(
-        "--timeout",
-        type=seconds,
-        default=None,
-        metavar="SECONDS",
-        help="give up (exit status 75) on a file whose translation cannot finish within SECONDS (default: no limit)",
-    )
-    translate.add_argument(
-        "--version",
-        action="store_true",
-        help="print the runtime's version, the model and its bundle hash, and exit",
-    )
+    _add_tool_arguments(translate)
     translate.add_argument(
         "--scores",
         action="store_true",
@@ -629,15 +644,6 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="write the translation to this file (once complete) instead of stdout; needed for a .docx on a terminal",
-    )
-    translate.add_argument(
-        "-O",
-        "--output-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="write each file's translation into DIR under the same name (a folder's files at their relative "
-        "paths); for several files or a folder; never an input's folder",
     )
     translate.add_argument(
         "--glossary",
