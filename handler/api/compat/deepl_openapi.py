@@ -514,6 +514,21 @@ def deepl_schemas() -> dict[str, Any]:
             "properties": {"type": ref("DeepLLanguageTypeOrNull"), "auth_key": {"type": ["string", "null"]}},
         },
         "DeepLUsageParameters": {"type": "object", "properties": {"auth_key": {"type": ["string", "null"]}}},
+    }
+    schemas = with_form_variants(schemas, "DeepLParameters", "DeepLLanguagesParameters", "DeepLUsageParameters")
+    schemas["DeepLLanguagesParametersForm"]["properties"]["type"] = ref("DeepLLanguageType")
+    return {
+        **schemas,
+        **_answer_schemas(),
+        **_document_schemas(),
+        **_glossary_schemas(),
+        **_multilingual_glossary_schemas(),
+    }
+
+
+def _answer_schemas() -> dict[str, Any]:
+    """What /v2/translate, /v2/languages and /v2/usage answer, and the error shape."""
+    return {
         "DeepLTranslations": {
             "type": "object",
             "required": ["translations"],
@@ -549,13 +564,10 @@ def deepl_schemas() -> dict[str, Any]:
         },
         "DeepLError": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
     }
-    schemas = with_form_variants(schemas, "DeepLParameters", "DeepLLanguagesParameters", "DeepLUsageParameters")
-    schemas["DeepLLanguagesParametersForm"]["properties"]["type"] = ref("DeepLLanguageType")
-    return {**schemas, **_file_and_glossary_schemas()}
 
 
-def _file_and_glossary_schemas() -> dict[str, Any]:
-    """The document API's and the glossary API's shapes."""
+def _document_schemas() -> dict[str, Any]:
+    """The document API's shapes."""
     file_part = {"type": "string", "contentMediaType": "application/octet-stream"}
     optional = {"type": "string"}
     return {
@@ -610,6 +622,12 @@ def _file_and_glossary_schemas() -> dict[str, Any]:
                 "error_message": {"type": "string"},
             },
         },
+    }
+
+
+def _glossary_schemas() -> dict[str, Any]:
+    """The v2 glossary API's shapes."""
+    return {
         "DeepLGlossaryCreate": {
             "type": "object",
             "required": ["name", "source_lang", "target_lang", "entries"],
@@ -639,6 +657,31 @@ def _file_and_glossary_schemas() -> dict[str, Any]:
                 "entry_count": {"type": "integer", "minimum": 1},
             },
         },
+        "DeepLGlossaryList": {
+            "type": "object",
+            "required": ["glossaries"],
+            "properties": {"glossaries": {"type": "array", "items": ref("DeepLGlossary")}},
+        },
+        "DeepLGlossaryLanguagePairs": {
+            "type": "object",
+            "required": ["supported_languages"],
+            "properties": {
+                "supported_languages": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["source_lang", "target_lang"],
+                        "properties": {"source_lang": {"type": "string"}, "target_lang": {"type": "string"}},
+                    },
+                }
+            },
+        },
+    }
+
+
+def _multilingual_glossary_schemas() -> dict[str, Any]:
+    """The v3 (multilingual) glossary API's shapes."""
+    return {
         "DeepLMultilingualGlossaryCreate": {
             "type": "object",
             "required": ["name", "dictionaries"],
@@ -704,25 +747,6 @@ def _file_and_glossary_schemas() -> dict[str, Any]:
                             "entries": {"type": "string", "description": "source<TAB>target per line"},
                             "entries_format": {"type": "string", "enum": ["tsv"]},
                         },
-                    },
-                }
-            },
-        },
-        "DeepLGlossaryList": {
-            "type": "object",
-            "required": ["glossaries"],
-            "properties": {"glossaries": {"type": "array", "items": ref("DeepLGlossary")}},
-        },
-        "DeepLGlossaryLanguagePairs": {
-            "type": "object",
-            "required": ["supported_languages"],
-            "properties": {
-                "supported_languages": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["source_lang", "target_lang"],
-                        "properties": {"source_lang": {"type": "string"}, "target_lang": {"type": "string"}},
                     },
                 }
             },

@@ -167,53 +167,10 @@ def _file_paths(lt_errors: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
-    """LibreTranslate's request and response shapes (each JSON body's form variant too), with the deployment's
-    limits on what is translated (TRANSLATE_MAX_CHARS a text, TRANSLATE_MAX_TEXTS texts)."""
+def _answer_schemas() -> dict[str, Any]:
+    """What LibreTranslate's routes answer: translations, detections, languages, settings, health, errors, files."""
     string_or_list = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
-    # LibreTranslate's charLimit is each text's; an empty q ("" or []) is its 400 (app.py: if not q)
-    text = {"type": "string", "maxLength": config.max_chars}
-    texts = {
-        "oneOf": [
-            {**text, "minLength": 1},
-            {"type": "array", "items": text, "minItems": 1, "maxItems": config.max_texts},
-        ]
-    }
-    query = {
-        "oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]
-    }
-    no_markup = {"type": "string", "pattern": NO_MARKUP_PATTERN}
-    schemas: dict[str, Any] = {
-        "LibreTranslateRequest": {
-            "type": "object",
-            "required": ["q", "source", "target"],
-            "not": {"anyOf": [{"required": ["text"]}, {"required": ["texts"]}]},
-            # html is cut with private-use characters for its tags (handler.text.markup): its texts may not hold them
-            "if": {"required": ["format"], "properties": {"format": {"const": "html"}}},
-            "then": {"properties": {"q": {"oneOf": [no_markup, {"type": "array", "items": no_markup}]}}},
-            "properties": {
-                "q": texts,
-                "source": {
-                    "type": "string",
-                    "enum": list(SOURCE_SPELLINGS),
-                    "description": "zh-Hans, zh-Hant (or zh, zt, auto...); required, as LibreTranslate has it",
-                },
-                "target": {"type": "string", "enum": ["en", "en-US", "en-GB"]},
-                "format": {"type": ["string", "null"], "enum": ["text", "html", None]},
-                "api_key": {"type": ["string", "null"]},
-                "alternatives": {
-                    "type": ["integer", "null"],
-                    "minimum": 0,
-                    "maximum": MAX_ALTERNATIVES,
-                    "description": "up to this many other distinct translations of each text (more is refused)",
-                },
-            },
-        },
-        "LibreTranslateQuery": {
-            "type": "object",
-            "required": ["q"],
-            "properties": {"q": query, "api_key": {"type": ["string", "null"]}},
-        },
+    return {
         "LibreTranslateResponse": {
             "type": "object",
             "required": ["translatedText"],
@@ -281,6 +238,56 @@ def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
             "required": ["translatedFileUrl"],
             "properties": {"translatedFileUrl": {"type": "string"}},
         },
+    }
+
+
+def libretranslate_schemas(config: RuntimeConfig) -> dict[str, Any]:
+    """LibreTranslate's request and response shapes (each JSON body's form variant too), with the deployment's
+    limits on what is translated (TRANSLATE_MAX_CHARS a text, TRANSLATE_MAX_TEXTS texts)."""
+    # LibreTranslate's charLimit is each text's; an empty q ("" or []) is its 400 (app.py: if not q)
+    text = {"type": "string", "maxLength": config.max_chars}
+    texts = {
+        "oneOf": [
+            {**text, "minLength": 1},
+            {"type": "array", "items": text, "minItems": 1, "maxItems": config.max_texts},
+        ]
+    }
+    query = {
+        "oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]
+    }
+    no_markup = {"type": "string", "pattern": NO_MARKUP_PATTERN}
+    schemas: dict[str, Any] = {
+        "LibreTranslateRequest": {
+            "type": "object",
+            "required": ["q", "source", "target"],
+            "not": {"anyOf": [{"required": ["text"]}, {"required": ["texts"]}]},
+            # html is cut with private-use characters for its tags (handler.text.markup): its texts may not hold them
+            "if": {"required": ["format"], "properties": {"format": {"const": "html"}}},
+            "then": {"properties": {"q": {"oneOf": [no_markup, {"type": "array", "items": no_markup}]}}},
+            "properties": {
+                "q": texts,
+                "source": {
+                    "type": "string",
+                    "enum": list(SOURCE_SPELLINGS),
+                    "description": "zh-Hans, zh-Hant (or zh, zt, auto...); required, as LibreTranslate has it",
+                },
+                "target": {"type": "string", "enum": ["en", "en-US", "en-GB"]},
+                "format": {"type": ["string", "null"], "enum": ["text", "html", None]},
+                "api_key": {"type": ["string", "null"]},
+                "alternatives": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "maximum": MAX_ALTERNATIVES,
+                    "description": "up to this many other distinct translations of each text (more is refused)",
+                },
+            },
+        },
+        "LibreTranslateQuery": {
+            "type": "object",
+            "required": ["q"],
+            "properties": {"q": query, "api_key": {"type": ["string", "null"]}},
+        },
+        **_answer_schemas(),
     }
     forms = with_form_variants(schemas, "LibreTranslateRequest", "LibreTranslateQuery")
     for name in ("LibreTranslateRequestForm", "LibreTranslateQueryForm"):
