@@ -609,6 +609,7 @@ def _document_schemas() -> dict[str, Any]:
         "DeepLDocumentKey": {
             "type": "object",
             "required": ["document_key"],
+            "additionalProperties": ref("DeepLIgnoredOption"),  # read, and ignored: any JSON the reader takes
             "properties": {"document_key": {"type": "string", "minLength": 1}, "auth_key": optional},
         },
         "DeepLDocumentStatus": {
