@@ -17,13 +17,12 @@ from typing import TypeVar
 import numpy as np
 
 MAX_ROWS = 64  # decoder rows per batch (sentences x beams); more rows add memory, hardly any speed
-# decoder key/value memory per batch: 256 MiB. A full-size CSANMT (6 decoder layers of 1,024) needs ~9 MB per row
-# for a 32-token sentence (74 output tokens), so such a batch holds 30 rows instead of 64, which keeps the whole
-# process under 1.5 GB; an opus-mt-sized Marian (512) gets 60 rows and the default model (3 x 256) 64.
+# decoder key/value memory per batch: a large model's rows need more of it each, so its batches hold fewer rows,
+# which bounds the whole process's memory (the rows each model gets and the peaks measured: docs/decisions.md)
 KV_CACHE_BUDGET_BYTES = 256 * 1024 * 1024
-# the budget of a bundle that opens "lean" (graphs over 300 MB together: a full-size CSANMT, whose weights alone
-# are ~620 MB resident), so that its requests peak under 1 GB: measured on 3,000 characters, 1,106 MB with the full
-# budget, 976 MB with this one, and 1.3x faster (fewer rows per step cost less than they save; docs/decisions.md)
+# the budget of a bundle that opens "lean" (sessions.LEAN_LOADING_BYTES: a full-size CSANMT), so that its requests
+# stay within a 2 GB function with the weights resident: fewer rows per step cost less memory than they save time
+# (what each budget measured: docs/decisions.md and docs/models.md)
 LARGE_MODEL_KV_CACHE_BUDGET_BYTES = 96 * 1024 * 1024
 # source widths are padded up to a multiple of this: ONNX Runtime's float kernels (softmax, attention) add a row in
 # vector-sized blocks, so a sentence padded to 11 tokens alone and to 16 beside a longer one summed its attention

@@ -48,10 +48,10 @@ LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 er
 
 
 # No session uses ONNX Runtime's CPU memory arena: it would keep the decoder's growing per-step key/value buffers.
-# A bundle whose graphs are larger than this together (a full-size CSANMT's: 523 MB of its 584 MB) is "lean": the
+# A bundle whose graphs are larger than this together (a full-size CSANMT's) is "lean": the
 # service gives its batches a smaller key/value cache budget (handler.model.batching). The encoder never pre-packs
 # its weights; the decoder pre-packs unless it alone is larger than this (with the shared embedding its output
-# projection reads): a full-size CSANMT decoder (140 MB) decodes one row 1.8x faster packed, for 49 MB. Figures:
+# projection reads): pre-packed, a full-size CSANMT decoder is much faster for a little more memory. The figures:
 # docs/decisions.md.
 LEAN_LOADING_BYTES = 300_000_000
 
@@ -84,8 +84,8 @@ def session_options(
 def share_embedding(folder: Path, spec: ModelSpec, *options: ort.SessionOptions) -> ort.OrtValue | None:
     """Hand both sessions one copy of the bundle's shared embedding, if it has one (``bundle.SHARED_EMBEDDING``).
 
-    Each session would read the external data file into its own buffer (measured: two 33 MB copies for
-    opus-mt-zh-en's shape). Memory-mapped instead and added as a session initializer, it is one read-only copy,
+    Each session would read the external data file into its own buffer (two copies; measured in docs/decisions.md).
+    Memory-mapped instead and added as a session initializer, it is one read-only copy,
     shared with every process that maps the same file (gunicorn workers, fan-out workers).
     """
     path = folder / bundle.SHARED_EMBEDDING

@@ -9,8 +9,8 @@ A text's variant is one of ``VARIANTS``; ``auto`` detects Traditional text by it
 characters that OpenCC's character-level ``t2s`` would change (Traditional-only forms) against those ``s2t`` would
 change (Simplified-only forms). More Traditional-only forms than Simplified-only ones means Traditional; text
 without either (shared characters only, or no Chinese) is left as it is. The two sets ship in ``HAN_FORMS``
-(written from OpenCC by ``python -m build.han_forms``), so detecting needs no OpenCC: its dictionaries (31.5 MB
-of heap, measured) are loaded only when a text is converted, on first use, and cached.
+(written from OpenCC by ``python -m build.han_forms``), so detecting needs no OpenCC: its dictionaries (tens of MB of
+heap) are loaded only when a text is converted, on first use, and cached.
 """
 
 from __future__ import annotations
