@@ -110,45 +110,48 @@ def in_cache(model: str, cache: Path) -> bool:
 
 def ask_hub(model: str, settings: HubSettings) -> str | None:
     """None when the hub answers for the model, else why not."""
-    request = urllib.request.Request(f"{settings.endpoint}/api/models/{model}", method="GET")
-    if settings.token:
-        request.add_header("Authorization", f"Bearer {settings.token}")
-    try:
-        with urllib.request.urlopen(request, timeout=settings.timeout_s) as answer:  # noqa: S310 - http(s) endpoint
-            json.load(answer)
-        return None
-    except urllib.error.HTTPError as error:
-        if error.code in (401, 403, 404):
-            return (
-                f"the Hugging Face hub ({settings.endpoint}) has no model {model!r} this machine may read "
-                f"(HTTP {error.code}): check the id, or for a gated or private model log in (HF_TOKEN=...)"
-            )
-        return f"the Hugging Face hub ({settings.endpoint}) answered HTTP {error.code} for {model!r}"
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        reason = getattr(error, "reason", error)
-        return f"cannot reach the Hugging Face hub at {settings.endpoint} ({reason})"
+    return _ask(
+        f"{settings.endpoint}/api/models/{model}",
+        settings.token,
+        settings.timeout_s,
+        model,
+        hub=f"the Hugging Face hub ({settings.endpoint})",
+        unreachable=f"the Hugging Face hub at {settings.endpoint}",
+        login="for a gated or private model log in (HF_TOKEN=...)",
+    )
 
 
 def ask_modelscope(model: str, settings: HubSettings) -> str | None:
     """None when ModelScope lists the model's files (the call its ``snapshot_download`` makes first), else why not."""
-    url = f"{settings.modelscope_endpoint}/api/v1/models/{model}/repo/files?Revision=master&Recursive=True"
+    return _ask(
+        f"{settings.modelscope_endpoint}/api/v1/models/{model}/repo/files?Revision=master&Recursive=True",
+        settings.modelscope_token,
+        settings.timeout_s,
+        model,
+        hub=f"ModelScope ({settings.modelscope_endpoint})",
+        unreachable=f"ModelScope at {settings.modelscope_endpoint}",
+        login="for a private model set MODELSCOPE_API_TOKEN",
+    )
+
+
+def _ask(
+    url: str, token: str | None, timeout_s: float, model: str, *, hub: str, unreachable: str, login: str
+) -> str | None:
+    """None when ``url`` answers with JSON, else why not, in words naming ``hub``."""
     request = urllib.request.Request(url, method="GET")
-    if settings.modelscope_token:
-        request.add_header("Authorization", f"Bearer {settings.modelscope_token}")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=settings.timeout_s) as answer:  # noqa: S310 - http(s) endpoint
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 - http(s) endpoint
             json.load(answer)
         return None
     except urllib.error.HTTPError as error:
         if error.code in (401, 403, 404):
-            return (
-                f"ModelScope ({settings.modelscope_endpoint}) has no model {model!r} this machine may read "
-                f"(HTTP {error.code}): check the id, or for a private model set MODELSCOPE_API_TOKEN"
-            )
-        return f"ModelScope ({settings.modelscope_endpoint}) answered HTTP {error.code} for {model!r}"
+            return f"{hub} has no model {model!r} this machine may read (HTTP {error.code}): check the id, or {login}"
+        return f"{hub} answered HTTP {error.code} for {model!r}"
     except (urllib.error.URLError, OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
-        return f"cannot reach ModelScope at {settings.modelscope_endpoint} ({reason})"
+        return f"cannot reach {unreachable} ({reason})"
 
 
 def problem(model: str, settings: HubSettings, family: str | None = None) -> str | None:
