@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from handler.errors import InvalidRequestError, TranslatorError
+from handler.formats.packages import has_declaration, open_package, parse_xml, refusal, serialize, write_package
 from handler.text.segmentation import LINE_BREAKS
 from handler.text.spans import MARKUP_CLOSE, MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE, has_chinese
 
@@ -65,7 +66,6 @@ TEXT_PARTS = {
     _CT + "comments+xml": "comments",
 }
 _PART_ORDER = tuple(dict.fromkeys(TEXT_PARTS.values()))
-MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024  # all parts together, unpacked (a zip bomb is refused before reading)
 _PER_KIND = MARKUP_CLOSE - MARKUP_OPEN  # markup characters of each kind one paragraph may use
 
 
@@ -87,11 +87,6 @@ COUNTED = (
 _COUNTED_TAGS = {_w(name): name for name in COUNTED}
 _UNSAFE_TEXT = re.compile(f"[{LINE_BREAKS}\t{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]+")
 _MARKUP_CHAR = re.compile(f"[{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]")
-
-
-def _parser() -> etree.XMLParser:
-    # no entities, no network, no DTD: a part is data (python-docx's own parser settings, blank text kept)
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
 
 
 # --- the pieces of one paragraph ---------------------------------------------------------------------------------
@@ -429,10 +424,8 @@ class WordFile:
                     f"translating {self.name} changed the structure of {part.entry}: {before[part.entry]} became "
                     f"{after}; nothing was written"
                 )
-            changed[part.entry] = etree.tostring(
-                part.root, xml_declaration=part.declaration, encoding="UTF-8", standalone=True
-            )
-        return _write_zip(self.data, self.entries, changed)
+            changed[part.entry] = serialize(part.root, declaration=part.declaration)
+        return write_package(self.data, self.entries, changed)
 
 
 def structure_of(root: etree._Element) -> dict[str, int]:
@@ -445,62 +438,28 @@ def structure_of(root: etree._Element) -> dict[str, int]:
     return dict(sorted(found.items()))
 
 
-def _write_zip(data: bytes, entries: Sequence[zipfile.ZipInfo], changed: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
-        for info in entries:
-            content = changed.get(info.filename)
-            if content is None:
-                content = source.read(info)
-            copy = zipfile.ZipInfo(info.filename, info.date_time)
-            copy.compress_type = info.compress_type
-            copy.external_attr = info.external_attr
-            copy.create_system = info.create_system
-            copy.comment = info.comment
-            copy.extra = info.extra
-            target.writestr(copy, content)
-        target.comment = source.comment
-    return out.getvalue()
+_HINT = "send a .docx saved by Word or LibreOffice"
 
 
 def _refuse(name: str, reason: str) -> InvalidRequestError:
-    return InvalidRequestError(f"not a Word .docx document: {name} {reason}; send a .docx saved by Word or LibreOffice")
+    return refusal("Word .docx document", name, reason, _HINT)
 
 
 def read_word_file(data: bytes, *, name: str = "the file") -> WordFile:
-    """``data`` read for translation; ``InvalidRequestError`` ("not a Word .docx document: ...") if it is not one."""
-    if not isinstance(data, bytes | bytearray):
-        raise InvalidRequestError(f"{name}: a .docx is bytes; got {type(data).__name__}")
-    data = bytes(data)
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise _refuse(name, "is not a zip archive (a .docx is one)") from None
-    except Exception as error:  # truncated, or an archive zipfile cannot read
-        raise _refuse(name, f"is a damaged zip archive ({error})") from None
-    with archive:
-        entries = archive.infolist()
-        unpacked = sum(info.file_size for info in entries)
-        if unpacked > MAX_UNCOMPRESSED_BYTES:
-            raise InvalidRequestError(
-                f"{name} unpacks to {unpacked:,} bytes; at most {MAX_UNCOMPRESSED_BYTES:,} are read from a .docx"
-            )
-        bad = archive.testzip() if len(data) else None
-        if bad is not None:
-            raise _refuse(name, f"is a damaged zip archive (entry {bad} fails its checksum)")
-        kinds = _text_part_entries(data, name)
-        names = {info.filename: info.filename for info in entries}
-        parts: list[_TextEntry] = []
-        for entry, kind in kinds:
-            found = names.get(entry)
-            if found is None:
-                raise _refuse(name, f"names a part {entry} that is not in the archive")
-            raw = archive.read(found)
-            try:
-                root = etree.fromstring(raw, _parser())
-            except etree.XMLSyntaxError as error:
-                raise _refuse(name, f"has a damaged part {entry} ({error})") from None
-            parts.append(_TextEntry(found, kind, root, raw.lstrip().startswith(b"<?xml")))
+    """``data`` read for translation; ``InvalidRequestError`` ("not a Word .docx document: ...") if it is not one
+    (the limits of ``handler.formats.packages``: unpacked size, entries, no entities)."""
+    package = open_package(data, name, "Word .docx document", _HINT)
+    kinds = _text_part_entries(package.data, name)
+    parts: list[_TextEntry] = []
+    for entry, kind in kinds:
+        if entry not in package.names:
+            raise _refuse(name, f"names a part {entry} that is not in the archive")
+        raw = package.read(entry)
+        try:
+            root = parse_xml(raw, entry)
+        except ValueError as error:
+            raise _refuse(name, f"has a damaged part: {error}") from None
+        parts.append(_TextEntry(entry, kind, root, has_declaration(raw)))
     parts.sort(key=lambda part: (_PART_ORDER.index(part.kind), _natural(part.entry)))
     for part in parts:
         fields = _FieldState()
@@ -508,7 +467,7 @@ def read_word_file(data: bytes, *, name: str = "the file") -> WordFile:
             unit = _unit(paragraph, _paragraph_items(paragraph, fields), name)
             if unit is not None:
                 part.units.append(unit)
-    return WordFile(name, data, entries, parts)
+    return WordFile(name, package.data, list(package.entries), parts)
 
 
 def _natural(entry: str) -> tuple[str, int]:

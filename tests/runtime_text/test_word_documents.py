@@ -16,6 +16,7 @@ from lxml import etree
 
 from handler.errors import InvalidRequestError, TranslatorError
 from handler.formats import FORMATS_BY_NAME, content_type_for, format_for, translate_file
+from handler.formats import packages
 from handler.formats import word as word_documents
 from handler.formats.word import read_word_file, structure_of, translate_word_file
 from handler.formats.word_format import DOCX_CONTENT_TYPE, WORD_ENCODING
@@ -225,7 +226,7 @@ def test_a_corrupt_or_foreign_file_is_refused_with_a_clear_error(case: str) -> N
 
 
 def test_a_zip_bomb_is_refused_before_reading(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(word_documents, "MAX_UNCOMPRESSED_BYTES", 10_000)
+    monkeypatch.setattr(packages, "MAX_UNPACKED_BYTES", 10_000)
     with pytest.raises(InvalidRequestError, match="unpacks to"):
         read_word_file(sample_docx())
 
