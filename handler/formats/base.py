@@ -19,14 +19,15 @@ A new format is one new module here that provides a ``FileFormat``, plus its ent
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from handler.errors import InvalidRequestError
 from handler.formats.encodings import decode_text
 from handler.options import TranslateOptions
-from handler.text.parts import Part
+from handler.text.parts import Part, plan_parts_at
 
 if TYPE_CHECKING:  # the service is only handed through: formats import the options, not the runtime
     from handler.service import TranslationService
@@ -170,3 +171,62 @@ class TextFormat:
 
     def join(self, translation: str, source: Callable[[], bytes], name: str) -> bytes:
         return translation.encode("utf-8")
+
+
+@runtime_checkable
+class UnitsFile(Protocol):
+    """A structured file read for translation (a ``.docx``, ``.pptx``, ``.po``...): its units' lines, one unit a
+    line, and ``rebuild`` to write the file with each unit's translation in its place (once per read)."""
+
+    @property
+    def text(self) -> str:
+        """The units' lines joined by line feeds (what the fan-out cuts)."""
+        ...
+
+    @property
+    def characters(self) -> int:
+        """The characters it bills: its units' lines."""
+        ...
+
+    def rebuild(self, translations: Sequence[str]) -> bytes:
+        """The translated file from one translation per unit, in order; ``TranslatorError`` when their number
+        differs."""
+        ...
+
+
+class UnitsFormat:
+    """What every structured format shares (Word, PowerPoint, Excel, OpenDocument, XLIFF, gettext): the file is
+    parsed, never decoded (``parse``: it says its own encoding); its units go to the service one a line
+    (``FileTranslator.lines``: plain text, no scores, so no streamed output); the fan-out cuts only between lines,
+    so never inside a unit, and joins the translated lines by parsing the source again."""
+
+    name = ""
+    suffixes: tuple[str, ...] = ()
+    content_type = "application/octet-stream"
+    encoding_description = ""  # the source-encoding description of its files ("Word .docx (binary)")
+    binary = True
+    service_format = None
+    joins_from_source = True
+
+    def parse(self, data: bytes, name: str) -> UnitsFile:
+        """``data`` read for translation; ``InvalidRequestError`` saying why it cannot be."""
+        raise NotImplementedError
+
+    def read(self, data: bytes, name: str, encoding: str | None = None) -> SourceFile:
+        """A structured file says its own encoding: ``encoding`` is not needed and not used."""
+        parsed = self.parse(data, name)
+        return SourceFile(name, data, parsed.text, self.encoding_description, parsed.characters, parsed)
+
+    def translate(self, file: SourceFile, translator: FileTranslator) -> bytes:
+        units = file.parsed if isinstance(file.parsed, UnitsFile) else self.parse(file.data, file.name)
+        text = units.text
+        return units.rebuild(translator.lines(text).split("\n") if text else [])
+
+    def cut(self, text: str, max_chars: int, name: str) -> tuple[str, list[Part]] | None:
+        return plan_parts_at(text, max_chars, [(found.start(), found.end()) for found in re.finditer("\n", text)])
+
+    def translate_part(self, text: str, index: int, translator: FileTranslator) -> str:
+        return translator.lines(text)
+
+    def join(self, translation: str, source: Callable[[], bytes], name: str) -> bytes:
+        return self.parse(source(), name).rebuild(translation.split("\n") if translation else [])
