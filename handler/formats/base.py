@@ -71,7 +71,7 @@ class FileTranslator:
 class SourceFile:
     """A file read in its format: its name (for errors), bytes, the text its parts are cut from (a Word file's
     units, one a line), the source encoding's description, the characters it bills, and what the format parsed
-    (``parsed``: a Word file's ``WordFile``; None for text formats)."""
+    (``parsed``: a structured file's ``UnitsFile``; None for text formats)."""
 
     name: str
     data: bytes

@@ -15,9 +15,7 @@ import pytest
 from lxml import etree
 
 from handler.errors import InvalidRequestError, TranslatorError
-from handler.formats import FORMATS_BY_NAME, content_type_for, format_for, translate_file
-from handler.formats import packages
-from handler.formats import word as word_documents
+from handler.formats import FORMATS_BY_NAME, content_type_for, format_for, packages, runs, translate_file
 from handler.formats.word import read_word_file, structure_of, translate_word_file
 from handler.formats.word_format import DOCX_CONTENT_TYPE, WORD_ENCODING
 from handler.text.spans import MARKUP_CLOSE, MARKUP_OPEN, MARKUP_STANDALONE
@@ -178,15 +176,15 @@ def test_a_wrong_number_of_translated_lines_is_an_error() -> None:
 
 
 def test_a_rebuild_that_lost_an_element_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = word_documents._Void.build
+    original = runs._Void.build
 
-    def lose_images(self: word_documents._Void) -> etree._Element:
+    def lose_images(self: runs._Void) -> etree._Element:
         element = original(self)
         for drawing in element.iter(f"{{{W}}}drawing"):
             drawing.getparent().remove(drawing)  # type: ignore[union-attr]
         return element
 
-    monkeypatch.setattr(word_documents._Void, "build", lose_images)
+    monkeypatch.setattr(runs._Void, "build", lose_images)
     with pytest.raises(TranslatorError, match="changed the structure of word/document.xml"):
         translate_word_file(fake_english, sample_docx())
 
