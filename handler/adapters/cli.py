@@ -1,9 +1,9 @@
 """Command line: ``python -m handler translate [FILE|-]`` and ``python -m handler serve``.
 
 ``translate`` reads a text file (or stdin) in any encoding the file adapters accept, writes the English to
-stdout and, for long inputs, a progress bar to stderr; ``.html``/``.md`` files are translated as HTML/Markdown
-(markup kept), ``.srt``/``.vtt`` files as subtitles (cue text only, ``handler.formats.subtitles``), ``.docx`` files
-as Word documents (``handler.formats.word``; binary, so written to a file: ``-o FILE`` or stdout redirected,
+stdout and, for long inputs, a progress bar to stderr; any other file in its format by its suffix
+(``handler.formats``: ``.html``/``.md`` with their markup kept, subtitles' cue text, office documents, e-books and
+localization files; a binary one, such as a ``.docx``, is written to a file: ``-o FILE`` or stdout redirected,
 never to a terminal); ``--format`` overrides the suffix, ``-o/--output FILE`` writes the result there (only once it
 is complete) instead of stdout, and ``--glossary FILE`` adds terms. ``--scores`` writes JSON lines
 instead: one per translated segment (source, English, their offsets in the input and output with line breaks as
@@ -59,7 +59,15 @@ from typing import BinaryIO, NoReturn, TextIO
 from handler.api.scores import segment_json
 from handler.config import RuntimeConfig
 from handler.errors import DeadlineExceededError, InvalidRequestError, ModelUnavailableError, TranslatorError
-from handler.formats import FORMAT_NAMES, FileFormat, FileTranslator, format_for, format_named, translate_file
+from handler.formats import (
+    FILE_SUFFIXES,
+    FORMAT_NAMES,
+    FileFormat,
+    FileTranslator,
+    format_for,
+    format_named,
+    translate_file,
+)
 from handler.formats.encodings import decode_text
 from handler.model.confidence import ScoredSegment
 from handler.options import SOURCE_SPELLINGS
@@ -260,12 +268,12 @@ def _translate_one(args: argparse.Namespace) -> int:
     fmt = file_format(args)
     if args.scores and fmt.service_format is None:
         raise InvalidRequestError(
-            "--scores is for text, HTML and Markdown; subtitles and Word documents are translated without it"
+            f"--scores is for text, HTML and Markdown; {fmt.name} files are translated without it"
         )
     if fmt.binary and args.output is None and sys.stdout.isatty():
         raise InvalidRequestError(
-            f"refusing to write a binary {fmt.name} file to the terminal: redirect stdout (> report.en.docx) or use "
-            "-o FILE"
+            f"refusing to write a binary {fmt.name} file to the terminal: redirect stdout (> translated"
+            f"{fmt.suffixes[0]}) or use -o FILE"
         )
     options = _options(args, fmt.service_format or "text")
     data = _read_input(args.file, sys.stdin.buffer)
@@ -608,8 +616,8 @@ def build_parser() -> argparse.ArgumentParser:
     translate = commands.add_parser(
         "translate",
         parents=[common],
-        help="translate a text, subtitle or .docx file (or stdin) to stdout",
-        description="Translate a text, HTML, Markdown, subtitle or .docx file (or stdin) to English.",
+        help="translate a file (or stdin) to stdout",
+        description=f"Translate a file ({', '.join(FILE_SUFFIXES)}) or stdin to English.",
         epilog=EXIT_CODES_HELP,
     )
     translate.add_argument(
@@ -629,8 +637,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         choices=FORMAT_NAMES,
         default=None,
-        help="text, html, markdown, srt, vtt or docx (default: by the file's suffix, .html/.htm, .md/.markdown, "
-        ".srt, .vtt, .docx; stdin: text)",
+        help=f"{', '.join(FORMAT_NAMES)} (default: by the file's suffix, {', '.join(FILE_SUFFIXES)}; stdin: text)",
     )
     translate.add_argument(
         "--encoding",
@@ -643,7 +650,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         type=Path,
         default=None,
-        help="write the translation to this file (once complete) instead of stdout; needed for a .docx on a terminal",
+        help="write the translation to this file (once complete) instead of stdout; needed for a binary file (.docx) "
+        "on a terminal",
     )
     translate.add_argument(
         "--glossary",

@@ -170,8 +170,7 @@ def document_paths(keys_required: bool) -> dict[str, Any]:
             "post": {
                 "operationId": "deeplDocumentUpload",
                 "tags": [TAG],
-                "summary": "DeepL: upload a document (.txt, .html, .md, .srt, .vtt, .docx) to translate in the "
-                "background",
+                "summary": f"DeepL: upload a document ({', '.join(FILE_SUFFIXES)}) to translate in the background",
                 "security": deepl_security,
                 "requestBody": {"required": True, "content": {MULTIPART: {"schema": ref("DeepLDocumentUpload")}}},
                 "responses": {

@@ -20,6 +20,7 @@ from handler.api.describe import (
     with_form_variants,
 )
 from handler.config import RuntimeConfig
+from handler.formats import FILE_SUFFIXES
 from handler.options import MAX_ALTERNATIVES, SOURCE_SPELLINGS
 from handler.storage.translated_files import TOKEN_CHARS
 
@@ -144,7 +145,7 @@ def _file_paths(lt_errors: dict[str, Any]) -> dict[str, Any]:
     translate_file = {
         "operationId": "libretranslateTranslateFile",
         "tags": [TAG],
-        "summary": "LibreTranslate: translate a file (.txt, .html, .md, .srt, .vtt, .docx) within the request",
+        "summary": f"LibreTranslate: translate a file ({', '.join(FILE_SUFFIXES)}) within the request",
         "requestBody": {"required": True, "content": {MULTIPART: {"schema": ref("LibreTranslateFile")}}},
         "responses": {
             "200": response("where to download the translation", ref("LibreTranslateFileUrl")),
