@@ -34,10 +34,8 @@ from handler.adapters.local_server import make_server
 from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
 from handler.errors import InvalidRequestError
-from handler.formats import FILE_SUFFIXES, content_type_for, translate_file
-from handler.formats.encodings import decode_text
+from handler.formats import FILE_SUFFIXES, content_type_for, format_for, translate_file
 from handler.formats.subtitles import parse_track
-from handler.formats.word import read_word_file
 from handler.service import TranslateOptions
 from tests.adapters.conftest import (
     AWS_TEST_ENV,
@@ -51,6 +49,7 @@ from tests.adapters.test_compat_clients import _ric_invoke, _serve, lambda_front
 from tests.adapters.test_entry_processes import post
 from tests.events import FUNCTION_URL, GCS_OBJECT_FINALIZED, load_event
 from tests.fixture_corpus import fixture_pairs
+from tests.formats.samples import sample_documents, samples_for
 from tests.subtitle_samples import SRT, VTT, check_translation
 from tests.word_samples import TEXT_PART, sample_docx, shape, zip_parts
 
@@ -66,6 +65,7 @@ DOCUMENTS: dict[str, bytes] = {
     "film.srt": SRT.encode("utf-8"),
     "film.vtt": VTT.encode("utf-8"),
     "report.docx": sample_docx(),
+    **sample_documents(),  # one per format with a samples module (tests/formats): .pptx, .xlsx, .xliff, .po...
 }
 CORRUPT_SRT = (
     b"1\n00:00:01,000 --> 00:00:02,000\n\xe4\xbd\xa0\xe5\xa5\xbd\n\n2\nnot a timing line\n\xe5\x86\x8d\xe8\xa7\x81\n"
@@ -84,11 +84,9 @@ def book(characters: int) -> str:
 
 
 def billed(name: str, data: bytes) -> int | None:
-    """The characters a document bills: its text's (a Word document: the characters of the paragraphs translated)."""
-    if name.endswith(".docx"):
-        return read_word_file(data).characters
+    """The characters a document bills: its text's (a structured file: the characters of its units)."""
     try:
-        return len(decode_text(data, name)[0])
+        return format_for(name).read(data, name).characters
     except InvalidRequestError:
         return None
 
@@ -110,6 +108,9 @@ def check_structure(name: str, source: bytes, translated: bytes) -> None:
         for part in before:
             if TEXT_PART.fullmatch(part):
                 assert shape(etree.fromstring(after[part])) == shape(etree.fromstring(before[part])), part
+    samples = samples_for(name)
+    if samples is not None:  # read with the library a user opens the file with
+        assert samples.inspect(translated).structure == samples.inspect(source).structure
     assert translated != source
 
 
@@ -398,7 +399,7 @@ def _aws_pump(s3: Any, upload: str, output: str, events: Workers) -> EventPump:
     return EventPump(watch, deliver)
 
 
-@pytest.mark.parametrize("name", ["film.srt", "film.vtt", "page.html", "report.docx"])
+@pytest.mark.parametrize("name", ["film.srt", "film.vtt", "page.html", "report.docx", *sample_documents()])
 def test_deepl_client_on_lambda_translates_through_the_s3_event(
     aws: Any, s3_client: Any, startup: Startup, name: str, tmp_path: Path
 ) -> None:
@@ -506,6 +507,7 @@ def test_deepl_client_on_cloud_functions_translates_through_the_storage_events(
             "film.srt": DOCUMENTS["film.srt"],
             "notes.txt": DOCUMENTS["notes.txt"],
             "report.docx": DOCUMENTS["report.docx"],
+            **sample_documents(),
             "book.txt": big,
         }
         with EventPump(watch, deliver) as pump:
