@@ -157,6 +157,14 @@ def well_formed(text: str) -> bool:
     return False
 
 
+def span_found(text: str, source: str, output: str) -> bool:
+    """Whether the expected span ``text`` of ``source`` is in ``output``: as written, capitalised (at the start of a
+    sentence a glossary term or an amount is, "Machine learning is ..."), or for an amount or date in another correct
+    form ("$57", "15 March 2024")."""
+    forms = [text, *(alt for a in find_amounts(source) if a.english == text for alt in a.alternatives)]
+    return any(f in output or f[:1].upper() + f[1:] in output for f in forms)
+
+
 def score(items: list[dict[str, object]], outputs: list[str]) -> dict[str, ClassScore]:
     scores: dict[str, ClassScore] = {}
     for item, output in zip(items, outputs, strict=True):
@@ -180,14 +188,7 @@ def score(items: list[dict[str, object]], outputs: list[str]) -> dict[str, Class
                 result.failures.append(f"{item['id']}: {source!r} -> {output!r} (not well-formed)")
         for text in expected:
             result.spans += 1
-            # at the start of a sentence a glossary term or an amount is capitalised ("Machine learning is ..."),
-            # and an amount or date may be in another correct form ("$57", "15 March 2024")
-            forms = [text, *(alt for a in find_amounts(source) if a.english == text for alt in a.alternatives)]
-            ok = (
-                output == text
-                if kind == "no_chinese"
-                else any(f in output or f[:1].upper() + f[1:] in output for f in forms)
-            )
+            ok = output == text if kind == "no_chinese" else span_found(text, source, output)
             result.exact += ok
             if not ok:
                 result.failures.append(f"{item['id']}: {source!r} -> {output!r} (wanted {text!r})")
@@ -372,6 +373,12 @@ def dev_scores(service: TranslationService, protect: bool, pairs: int) -> tuple[
 # --- runs ------------------------------------------------------------------------------------------------------
 
 
+def format_report(service: TranslationService, items: list[dict[str, object]]) -> str:
+    from bench.quality.format_fidelity import format_report as report
+
+    return report(service, items)
+
+
 def fidelity_report(service: TranslationService, label: str, show_failures: int) -> str:
     items = load_set()
     with guard("old"):
@@ -383,6 +390,7 @@ def fidelity_report(service: TranslationService, label: str, show_failures: int)
         table(before, after),
         subtitle_report(service),
         word_report(service),
+        format_report(service, items),
     ]
     if show_failures:
         for kind, result in after.items():
