@@ -29,6 +29,13 @@ CODES = {
 }
 NATIVE = {XLIFF_1: ("ph", "bpt", "ept", "it"), XLIFF_2: ()}
 
+# the 1.2 unit with inline codes around and inside its sentence (bx/ex around it, g with a ph inside, bpt/ept, it)
+CODES_1 = (
+    '<bx id="1" rid="1"/>请<g id="2" ctype="bold">点击</g>下面的<x id="3" ctype="image"/>按钮'
+    '<g id="4">保存<ph id="5">&lt;br/&gt;</ph>文件</g>，然后<bpt id="6">&lt;b&gt;</bpt>关闭<ept id="6">&lt;/b&gt;</ept>'
+    '窗口。<ex id="7" rid="1"/><it id="8" pos="open">&lt;i&gt;</it>'
+)
+
 SAMPLE_1 = """<?xml version="1.0" encoding="UTF-8"?>
 <xliff xmlns="urn:oasis:names:tc:xliff:document:1.2" version="1.2">
   <file original="app/messages.properties" source-language="zh-CN" datatype="plaintext">
@@ -41,7 +48,7 @@ SAMPLE_1 = """<?xml version="1.0" encoding="UTF-8"?>
         <note from="developer">首页的标题</note>
       </trans-unit>
       <trans-unit id="codes">
-        <source><bx id="1" rid="1"/>请<g id="2" ctype="bold">点击</g>下面的<x id="3" ctype="image"/>按钮<g id="4">保存<ph id="5">&lt;br/&gt;</ph>文件</g>，然后<bpt id="6">&lt;b&gt;</bpt>关闭<ept id="6">&lt;/b&gt;</ept>窗口。<ex id="7" rid="1"/><it id="8" pos="open">&lt;i&gt;</it></source>
+        <source>{CODES_1}</source>
       </trans-unit>
       <trans-unit id="empty-target">
         <source>文件已保存。</source>
@@ -83,7 +90,7 @@ SAMPLE_1 = """<?xml version="1.0" encoding="UTF-8"?>
     </body>
   </file>
 </xliff>
-"""
+""".replace("{CODES_1}", CODES_1)
 
 SAMPLE_2 = """<?xml version="1.0" encoding="UTF-8"?>
 <xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.1" srcLang="zh-CN">
@@ -227,8 +234,8 @@ def _translate_off(element: etree._Element) -> bool:
 
 def inspect(data: bytes) -> Inspection:
     """``structure``: files, groups, units, segments, notes, the sources' inline codes by kind, and how many of a
-    source's codes its (non-empty) target lacks (0 in a faithful file); ``texts``: per translatable unit (1.2) or segment
-    (2.x), the target's text where there is one, else the source's."""
+    source's codes its (non-empty) target lacks (0 in a faithful file); ``texts``: per translatable unit (1.2) or
+    segment (2.x), the target's text where there is one, else the source's."""
     root = etree.fromstring(data)
     namespace = etree.QName(root).namespace or ""
     ns = f"{{{namespace}}}"
