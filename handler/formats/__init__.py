@@ -23,12 +23,13 @@ from handler.formats.powerpoint import POWERPOINT
 from handler.formats.spreadsheet import XLSX
 from handler.formats.subtitles import SRT, VTT
 from handler.formats.word_format import WORD
+from handler.formats.xliff import XLIFF
 from handler.options import TranslateOptions
 
 if TYPE_CHECKING:  # the service is only handed through: formats import the options, not the runtime
     from handler.service import TranslationService
 
-FORMATS: tuple[FileFormat, ...] = (PLAIN_TEXT, HTML, MARKDOWN, SRT, VTT, WORD, POWERPOINT, XLSX)
+FORMATS: tuple[FileFormat, ...] = (PLAIN_TEXT, HTML, MARKDOWN, SRT, VTT, WORD, POWERPOINT, XLSX, XLIFF)
 
 _BY_SUFFIX: dict[str, FileFormat] = {suffix: fmt for fmt in FORMATS for suffix in fmt.suffixes}
 FORMATS_BY_NAME: Mapping[str, FileFormat] = {fmt.name: fmt for fmt in FORMATS}
