@@ -19,6 +19,7 @@ from handler.formats.base import FileFormat, FileTranslator, SourceFile, Unsuppo
 from handler.formats.gettext import GETTEXT
 from handler.formats.html import HTML
 from handler.formats.markdown import MARKDOWN
+from handler.formats.opendocument import ODT
 from handler.formats.plain_text import PLAIN_TEXT
 from handler.formats.powerpoint import POWERPOINT
 from handler.formats.spreadsheet import XLSX
@@ -30,7 +31,7 @@ from handler.options import TranslateOptions
 if TYPE_CHECKING:  # the service is only handed through: formats import the options, not the runtime
     from handler.service import TranslationService
 
-FORMATS: tuple[FileFormat, ...] = (PLAIN_TEXT, HTML, MARKDOWN, SRT, VTT, WORD, POWERPOINT, XLSX, XLIFF, GETTEXT)
+FORMATS: tuple[FileFormat, ...] = (PLAIN_TEXT, HTML, MARKDOWN, SRT, VTT, WORD, POWERPOINT, XLSX, XLIFF, GETTEXT, ODT)
 
 _BY_SUFFIX: dict[str, FileFormat] = {suffix: fmt for fmt in FORMATS for suffix in fmt.suffixes}
 FORMATS_BY_NAME: Mapping[str, FileFormat] = {fmt.name: fmt for fmt in FORMATS}
