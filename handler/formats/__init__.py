@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from handler.config import ENV_MAX_FILE_BYTES
 from handler.errors import InvalidRequestError, RequestTooLargeError
 from handler.formats.base import FileFormat, FileTranslator, SourceFile, UnsupportedFormatError
+from handler.formats.epub import EPUB
 from handler.formats.gettext import GETTEXT
 from handler.formats.html import HTML
 from handler.formats.markdown import MARKDOWN
@@ -31,7 +32,20 @@ from handler.options import TranslateOptions
 if TYPE_CHECKING:  # the service is only handed through: formats import the options, not the runtime
     from handler.service import TranslationService
 
-FORMATS: tuple[FileFormat, ...] = (PLAIN_TEXT, HTML, MARKDOWN, SRT, VTT, WORD, POWERPOINT, XLSX, XLIFF, GETTEXT, ODT)
+FORMATS: tuple[FileFormat, ...] = (
+    PLAIN_TEXT,
+    HTML,
+    MARKDOWN,
+    SRT,
+    VTT,
+    WORD,
+    POWERPOINT,
+    XLSX,
+    XLIFF,
+    GETTEXT,
+    ODT,
+    EPUB,
+)
 
 _BY_SUFFIX: dict[str, FileFormat] = {suffix: fmt for fmt in FORMATS for suffix in fmt.suffixes}
 FORMATS_BY_NAME: Mapping[str, FileFormat] = {fmt.name: fmt for fmt in FORMATS}
