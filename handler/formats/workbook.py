@@ -79,6 +79,7 @@ COUNTED = frozenset(
 _UNSAFE = re.compile(f"(?:[{LINE_BREAKS}\t{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]|_x[0-9A-Fa-f]{{4}}_)+")
 _MARKUP_CHAR = re.compile(f"[{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]")
 _NEEDS_PRESERVE = re.compile(r"^\s|\s$|\s\s|[\t\n\r]")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # no XML document may hold these
 
 
 def _refuse(name: str, reason: str) -> InvalidRequestError:
@@ -140,6 +141,7 @@ class PlainString:
 
         text = _MARKUP_CHAR.sub(restore, self.space[0] + english.strip() + self.space[1])
         text += "".join(value for char, value in self.voids.items() if char not in used)  # never lost
+        text = _NOT_XML.sub("", text)
         self.element.text = text
         if _NEEDS_PRESERVE.search(text):
             self.element.set(_XML_SPACE, "preserve")

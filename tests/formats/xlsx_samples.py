@@ -91,7 +91,7 @@ def _saved(workbook: openpyxl.Workbook) -> bytes:
 def sample_file() -> bytes:
     """The sample workbook (see the module's docstring), as Excel saves it."""
     cached = {(FIRST_SHEET, "A4"): TEXT_FORMULA_CACHED}
-    return as_excel_saves(_saved(_sample_workbook()), keep_inline={(SECOND_SHEET, "A2")}, cached=cached)
+    return as_excel_saves(_saved(_sample_workbook()), keep_inline=frozenset({(SECOND_SHEET, "A2")}), cached=cached)
 
 
 def file_of(sentences: Sequence[str]) -> bytes:
@@ -127,7 +127,7 @@ def _sheet_entries(parts: dict[str, bytes]) -> dict[str, str]:
 
 
 def as_excel_saves(
-    data: bytes, keep_inline: set[tuple[str, str]] = frozenset(), cached: dict[tuple[str, str], str] | None = None
+    data: bytes, keep_inline: frozenset[tuple[str, str]] = frozenset(), cached: dict[tuple[str, str], str] | None = None
 ) -> bytes:
     """openpyxl's workbook ``data`` with its inline strings moved into a shared strings table (one entry per
     distinct string, as Excel writes it), except the cells ``keep_inline`` names (sheet title, cell), and the
