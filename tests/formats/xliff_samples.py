@@ -243,6 +243,7 @@ def inspect(data: bytes) -> Inspection:
     texts: list[str] = []
     for name in ("file", "group", "trans-unit", "unit", "segment", "ignorable", "note", "seg-source"):
         structure[name] = sum(1 for _ in root.iter(ns + name))
+    structure["codes missing from targets"] = 0
     holders = root.iter(ns + ("trans-unit" if namespace == XLIFF_1 else "segment"))
     for holder in holders:
         source, target = holder.find(ns + "source"), holder.find(ns + "target")
