@@ -138,6 +138,9 @@ def test_v1_languages_states_empty_target_xml_space_and_segments() -> None:
     lines = element(out, ".//x:trans-unit[@id='two-lines']/x:target", N1)
     assert lines.text == "First line\nsecond line"
     assert lines.get("{http://www.w3.org/XML/1998/namespace}space") == "preserve"
+    for uid in ("welcome", "dialog.delete"):  # right after the source, before the note
+        unit = element(out, f".//x:trans-unit[@id='{uid}']", N1)
+        assert [child.tag.split("}")[1] for child in unit] == ["source", "target", "note"]
     segmented = element(out, ".//x:trans-unit[@id='dialog.segmented']", N1)
     assert [child.tag.split("}")[1] for child in segmented] == ["source", "seg-source", "target"]
     assert inner(segmented[2]) == '<mrk mtype="seg" mid="1">en.</mrk><mrk mtype="seg" mid="2">en.</mrk>'
@@ -247,6 +250,11 @@ def test_nearest_translate_attribute_decides_and_source_language_is_not_checked(
 def test_a_file_with_nothing_to_translate_comes_back_byte_for_byte() -> None:
     data = b'<?xml version="1.0"?>\n' + v1("<trans-unit id='a'><source>Hello</source></trans-unit>")
     assert translated(data) == data
+    approved = v1(
+        '<trans-unit id="a" approved="yes"><source>取消</source><target state="new">Cancel</target></trans-unit>'
+    )
+    assert XLIFF.parse(approved, "x.xlf").lines == []  # approved="yes" decides, whatever the target's state
+    assert translated(approved) == approved
 
 
 def test_declaration_kept_as_utf8() -> None:
