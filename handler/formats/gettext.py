@@ -182,25 +182,28 @@ def restore(unit: _Unit, english: str) -> str:
     out = ""
     used: set[int] = set()
     at = 0
+    dropped = False  # a character not the unit's, or one used already, is dropped with a space beside it
     for found in _MARKUP_CHAR.finditer(english):
-        out = _followed(out, english[at : found.start()])
+        out = _followed(out, english[at : found.start()], dropped)
         at = found.end()
         index = ord(found.group()) - MARKUP_STANDALONE
-        if 0 <= index < len(unit.voids) and index not in used:
+        dropped = not (0 <= index < len(unit.voids) and index not in used)
+        if not dropped:
             used.add(index)
             out = _followed(out, unit.voids[index])
-    out = _followed(out, english[at:])
+    out = _followed(out, english[at:], dropped)
     for index, token in enumerate(unit.voids):  # never lost: a placeholder the translation dropped goes at the end
         if index not in used:
             out = _followed(out if _is_break(token) or not out or out[-1].isspace() else out + " ", token)
     return unit.lead + out.strip(" ") + unit.trail
 
 
-def _followed(out: str, piece: str) -> str:
-    """``out`` + ``piece``, without spaces between a line break and the text beside it."""
+def _followed(out: str, piece: str, after_dropped: bool = False) -> str:
+    """``out`` + ``piece``, without spaces between a line break and the text beside it, nor two where a character
+    was dropped between them."""
     if _is_break(piece):
         return out.rstrip(" ") + piece
-    if out and _is_break(out[-1]):
+    if (out and _is_break(out[-1])) or (after_dropped and (not out or out[-1] == " ")):
         return out + piece.lstrip(" ")
     return out + piece
 
