@@ -2,8 +2,8 @@
 English.
 
 An ``.odt`` is a zip of XML parts. ``read_odt_file`` opens it through ``handler.formats.packages`` (the limits of
-every zip format: unpacked size, entries, names; no entities) and refuses, saying "not an OpenDocument .odt text
-document: ...", data that is not a zip, a zip whose ``mimetype`` entry is not
+every zip format: unpacked size, entries, names; no entities) and refuses, saying "not a text document in
+OpenDocument format (.odt): ...", data that is not a zip, a zip whose ``mimetype`` entry is not
 ``application/vnd.oasis.opendocument.text`` (a spreadsheet, a presentation, any other zip), a password-protected
 package, and a missing or damaged ``content.xml``.
 
@@ -467,12 +467,13 @@ def structure_of(root: etree._Element) -> dict[str, int]:
     return dict(sorted(found.items()))
 
 
-_KIND = "OpenDocument .odt text document"
+_KIND = "text document in OpenDocument format (.odt)"
 _HINT = "send an .odt saved by LibreOffice, OpenOffice or Word"
 # where each part's translated paragraphs are: the body of content.xml, the master pages (headers, footers) of
 # styles.xml
 _SCOPES = {"content.xml": f"{{{OFFICE}}}body", "styles.xml": f"{{{OFFICE}}}master-styles"}
 _TRACKED = f"{{{TEXT}}}tracked-changes"
+_ENCRYPTION = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}encryption-data"
 
 
 def _refuse(name: str, reason: str) -> InvalidRequestError:
@@ -480,8 +481,8 @@ def _refuse(name: str, reason: str) -> InvalidRequestError:
 
 
 def read_odt_file(data: bytes, *, name: str = "the file") -> OdtFile:
-    """``data`` read for translation; ``InvalidRequestError`` ("not an OpenDocument .odt text document: ...") if it
-    is not one (the limits of ``handler.formats.packages``: unpacked size, entries, no entities)."""
+    """``data`` read for translation; ``InvalidRequestError`` ("not a text document in OpenDocument format (.odt):
+    ...") if it is not one (the limits of ``handler.formats.packages``: unpacked size, entries, no entities)."""
     package = open_package(data, name, _KIND, _HINT)
     _check_package(package, name)
     parts: list[_TextPart] = []
@@ -512,8 +513,13 @@ def _check_package(package: Package, name: str) -> None:
     if mimetype != ODT_MIMETYPE:
         shown = mimetype[:100] or "empty"
         raise _refuse(name, f"is a package of type {shown!r}, not {ODT_MIMETYPE}")
-    if "META-INF/manifest.xml" in package.names and b"encryption-data" in package.read("META-INF/manifest.xml"):
-        raise _refuse(name, "is encrypted (saved with a password); save it without one")
+    if "META-INF/manifest.xml" in package.names:
+        try:
+            manifest = package.xml("META-INF/manifest.xml")
+        except ValueError as error:
+            raise _refuse(name, f"has a damaged part: {error}") from None
+        if next(manifest.iter(_ENCRYPTION), None) is not None:
+            raise _refuse(name, "is encrypted (saved with a password); save it without one")
 
 
 def _units_of(scope: etree._Element, name: str) -> list[_Unit]:

@@ -29,6 +29,7 @@ BOLD_SENTENCE = ("这是一个", "非常重要", "的问题，请大家认真阅
 SPLIT_WORD = ("机器翻", "译", "的质量越来越好。")  # 译 is a span of its own, inside the word 翻译
 SPACED = "第一项  第二项"  # two spaces: a text:s
 UNTOUCHED = ("Version 2.1 (2024-05-01)", "https://example.com/docs")
+HEADER = "公司内部文件"
 PICTURE = tiny_png()
 
 # what inspect counts: (namespace local name) -> structure key
@@ -56,7 +57,9 @@ _COUNTED = {
 _NOT_OWN_TEXT = {"note", "frame", "annotation", "date", "page-number", "bookmark"}
 
 
-def _styles(document: opendocument.OpenDocument) -> tuple[style.Style, style.Style]:
+def _styles(document: opendocument.OpenDocument, header_text: str | None) -> tuple[style.Style, style.Style]:
+    """The bold and italic text styles, and the standard master page with ``header_text`` (if any) as its header
+    and a page number in its footer."""
     bold = style.Style(name="Bold", family="text")
     bold.addElement(style.TextProperties(fontweight="bold"))
     italic = style.Style(name="Italic", family="text")
@@ -66,9 +69,10 @@ def _styles(document: opendocument.OpenDocument) -> tuple[style.Style, style.Sty
     layout = style.PageLayout(name="Page")
     document.automaticstyles.addElement(layout)
     master = style.MasterPage(name="Standard", pagelayoutname=layout)
-    header = style.Header()
-    header.addElement(text.P(text="公司内部文件"))
-    master.addElement(header)
+    if header_text is not None:
+        header = style.Header()
+        header.addElement(text.P(text=header_text))
+        master.addElement(header)
     footer = style.Footer()
     page = text.P(text="Page ")
     page.addElement(text.PageNumber(selectpage="current", text="1"))
@@ -95,7 +99,7 @@ def _table(document: opendocument.OpenDocument, rows: Sequence[Sequence[str]]) -
 def sample_file() -> bytes:
     """A report with every awkward case (see the module's docstring)."""
     document = opendocument.OpenDocumentText()
-    bold, italic = _styles(document)
+    bold, italic = _styles(document, HEADER)
     body = document.text
     body.addElement(text.H(outlinelevel=1, text="年度报告"))
     sentence = text.P(text=BOLD_SENTENCE[0])
@@ -155,7 +159,7 @@ def file_of(sentences: Sequence[str]) -> bytes:
     """An ``.odt`` holding ``sentences`` in turn as a heading, a paragraph with a bold middle, a table cell, a list
     item and a plain paragraph."""
     document = opendocument.OpenDocumentText()
-    bold, _ = _styles(document)
+    bold, _ = _styles(document, None)
     body = document.text
     for index, sentence in enumerate(sentences):
         kind = index % 5
@@ -229,7 +233,8 @@ def paragraphs(data: bytes) -> list[Element]:
 
 def inspect(data: bytes) -> Inspection:
     """The structure (counts of paragraphs, headings, spans, links, lists, notes, tables, rows, cells, frames,
-    images, text boxes, fields, bookmarks, tabs, line breaks; the pictures' bytes) and every paragraph's own text."""
+    images, text boxes, fields, bookmarks, tabs, line breaks; the pictures' bytes) and every paragraph's own text
+    (``own_text``, white space collapsed), in reading order."""
     document = load(data)
     counts: Counter[str] = Counter()
 
@@ -247,5 +252,5 @@ def inspect(data: bytes) -> Inspection:
         counts["picture bytes"] = sum(
             info.file_size for info in archive.infolist() if info.filename.startswith("Pictures/")
         )
-    texts = [" ".join(own_text(paragraph).split()) for paragraph in paragraphs(data)]
-    return Inspection(dict(sorted(counts.items())), [line for line in texts if line])
+    # one text a paragraph, empty for one that holds only a frame: as many after a translation as before
+    return Inspection(dict(sorted(counts.items())), [" ".join(own_text(p).split()) for p in paragraphs(data)])
