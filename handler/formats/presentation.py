@@ -36,7 +36,9 @@ comments, the notes master and handout master, document properties.
 
 from __future__ import annotations
 
+import io
 import posixpath
+import zipfile
 from collections.abc import Iterator
 
 from lxml import etree
@@ -105,24 +107,42 @@ def _refuse(name: str, reason: str) -> InvalidRequestError:
     return refusal(_KIND, name, reason, _HINT)
 
 
-# --- which parts, in which order ---------------------------------------------------------------------------------
+# --- which parts, in which order --------------------------------------------------------------------------------------
 
 
-class _Relationships:
-    """The package's relationships, read once per part: ``targets(part, kind)`` in their file's order."""
+class _Archive:
+    """An open package read entry by entry: one zip directory read for all of them, each XML part parsed once."""
 
-    def __init__(self, package: Package, name: str) -> None:
-        self.package = package
-        self.name = name
+    def __init__(self, package: Package) -> None:
+        self.name = package.name
+        self.names = frozenset(package.names)
+        self._zip = zipfile.ZipFile(io.BytesIO(package.data))
+        self._parsed: dict[str, tuple[bytes, etree._Element]] = {}
 
-    def read(self, part: str) -> list[tuple[str, str, str]]:
-        """``(id, type's last segment, target entry)`` of ``part``'s internal relationships ("" for the package)."""
+    def close(self) -> None:
+        self._zip.close()
+
+    def part(self, entry: str) -> tuple[bytes, etree._Element]:
+        """``entry``'s bytes and parsed root; a refusal when it is not well-formed or declares entities."""
+        if entry not in self._parsed:
+            raw = self._zip.read(entry)
+            try:
+                self._parsed[entry] = (raw, parse_xml(raw, entry))
+            except ValueError as error:
+                raise _refuse(self.name, f"has a damaged part: {error}") from None
+        return self._parsed[entry]
+
+    def xml(self, entry: str) -> etree._Element:
+        return self.part(entry)[1]
+
+    def relationships(self, part: str) -> list[tuple[str, str, str]]:
+        """``(id, type's last segment, target entry)`` of ``part``'s internal relationships ("" for the package's)."""
         folder, base = posixpath.split(part)
         rels = posixpath.join(folder, "_rels", base + ".rels")
-        if rels not in self.package.names:
+        if rels not in self.names:
             return []
         found = []
-        for element in _xml(self.package, rels, self.name):
+        for element in self.xml(rels):
             if element.tag != f"{{{_RELS}}}Relationship" or element.get("TargetMode") == "External":
                 continue
             target = element.get("Target") or ""
@@ -131,29 +151,21 @@ class _Relationships:
         return found
 
     def by_id(self, part: str) -> dict[str, str]:
-        return {rid: entry for rid, _kind, entry in self.read(part)}
+        return {rid: entry for rid, _kind, entry in self.relationships(part)}
 
     def first(self, part: str, kind: str) -> str | None:
-        return next((entry for _rid, found, entry in self.read(part) if found == kind), None)
+        """The target of ``part``'s first relationship of type ``kind`` (``officeDocument``, ``notesSlide``)."""
+        return next((entry for _rid, found, entry in self.relationships(part) if found == kind), None)
 
 
-def _xml(package: Package, entry: str, name: str) -> etree._Element:
-    try:
-        return package.xml(entry)
-    except ValueError as error:
-        raise _refuse(name, f"has a damaged part: {error}") from None
-
-
-def _main_part(package: Package, types: dict[str, str], relationships: _Relationships) -> str:
-    main = relationships.first("", "officeDocument")
+def _main_part(archive: _Archive, types: dict[str, str]) -> str:
+    main = archive.first("", "officeDocument")
     if main is None:
-        raise _refuse(package.name, "has no main document part (_rels/.rels names none)")
+        raise _refuse(archive.name, "has no main document part (_rels/.rels names none)")
     kind = types.get(main, "")
     if kind not in MAIN_TYPES:
         shown = f"of type {kind}" if kind else "without a content type"
-        raise _refuse(package.name, f"is another kind of file: its main part {main} is {shown}")
-    if main not in package.names:
-        raise _refuse(package.name, f"names a main part {main} that is not in the archive")
+        raise _refuse(archive.name, f"is another kind of file: its main part {main} is {shown}")
     return main
 
 
@@ -164,41 +176,37 @@ def _listed(main: etree._Element, relationships: dict[str, str], list_tag: str, 
     return [relationships[rid] for rid in (item.get(f"{{{R}}}id") for item in items) if rid in relationships]
 
 
-def text_parts(package: Package) -> Iterator[tuple[str, str]]:
+def text_parts(archive: _Archive, types: dict[str, str]) -> Iterator[tuple[str, str]]:
     """``(zip entry, kind)`` of every part whose paragraphs may be translated, in reading order (the module's
-    docstring); ``InvalidRequestError`` when the package is not a presentation."""
-    try:
-        types = content_types(package)
-    except ValueError as error:
-        raise _refuse(package.name, str(error)) from None
-    relationships = _Relationships(package, package.name)
-    main_entry = _main_part(package, types, relationships)
-    main = _xml(package, main_entry, package.name)
-    by_id = relationships.by_id(main_entry)
+    docstring); ``InvalidRequestError`` when the package is not a presentation (``types``: its content types)."""
+    main_entry = _main_part(archive, types)
+    main = archive.xml(main_entry)
+    by_id = archive.by_id(main_entry)
     seen: set[str] = set()
 
     def part(entry: str | None, kind: str) -> Iterator[tuple[str, str]]:
-        if entry is None or entry in seen or types.get(entry) != _PART_TYPES[kind]:
+        if entry is None or entry in seen:
             return
-        if entry not in package.names:
-            raise _refuse(package.name, f"names a part {entry} that is not in the archive")
+        if entry not in archive.names:
+            raise _refuse(archive.name, f"names a part {entry} that is not in the archive")
+        if types.get(entry) != _PART_TYPES[kind]:
+            return
         seen.add(entry)
         yield entry, kind
 
     for slide in _listed(main, by_id, "sldIdLst", "sldId"):
         yield from part(slide, SLIDE)
-        yield from part(relationships.first(slide, NOTES), NOTES)
+        yield from part(archive.first(slide, NOTES), NOTES)
     for master in _listed(main, by_id, "sldMasterIdLst", "sldMasterId"):
-        if types.get(master) != _PART_TYPES[MASTER]:
+        found = list(part(master, MASTER))  # its layouts first, then the master
+        if not found:
             continue
-        layouts = relationships.by_id(master)
-        master_root = _xml(package, master, package.name)
-        for layout in _listed(master_root, layouts, "sldLayoutIdLst", "sldLayoutId"):
+        for layout in _listed(archive.xml(master), archive.by_id(master), "sldLayoutIdLst", "sldLayoutId"):
             yield from part(layout, LAYOUT)
-        yield from part(master, MASTER)
+        yield from found
 
 
-# --- which paragraphs ---------------------------------------------------------------------------------------------
+# --- which paragraphs -------------------------------------------------------------------------------------------------
 
 
 def _seen_on_slides(paragraph: etree._Element) -> bool:
@@ -223,9 +231,10 @@ def _has_chinese_text(paragraph: etree._Element) -> bool:
 
 
 def mark_english(paragraph: etree._Element) -> None:
-    """A translated paragraph's run properties say English: ``lang="en-US"``, the proofing marks (``_PROOFING``)
-    removed, a run's properties element left empty removed."""
-    for properties in paragraph.iter(_a("rPr"), _a("endParaRPr")):
+    """A translated paragraph's text runs and end properties say English: ``lang="en-US"``, the proofing marks
+    (``_PROOFING``) removed, a run's properties element left empty removed. Void elements (``a:br``, ``a:fld``)
+    are left as they are."""
+    for properties in [*paragraph.iterfind(f"{_a('r')}/{_a('rPr')}"), *paragraph.iterfind(_a("endParaRPr"))]:
         if properties.get("lang") is not None:
             properties.set("lang", "en-US")
         for attribute in _PROOFING:
@@ -235,27 +244,31 @@ def mark_english(paragraph: etree._Element) -> None:
             parent.remove(properties)
 
 
-# --- the presentation ---------------------------------------------------------------------------------------------
+# --- the presentation -------------------------------------------------------------------------------------------------
 
 
 def read_presentation(data: bytes, *, name: str = "the file") -> RunsPackage:
     """``data`` read for translation; ``InvalidRequestError`` ("not a PowerPoint .pptx presentation: ...") if it is
     not one (the limits of ``handler.formats.packages``: unpacked size, entries, no entities)."""
     package = open_package(data, name, _KIND, _HINT)
+    try:
+        types = content_types(package)
+    except ValueError as error:
+        raise _refuse(name, str(error)) from None
+    archive = _Archive(package)
     parts: list[XmlPart] = []
-    for entry, kind in text_parts(package):
-        raw = package.read(entry)
-        try:
-            root = parse_xml(raw, entry)
-        except ValueError as error:
-            raise _refuse(name, f"has a damaged part: {error}") from None
-        part = XmlPart(entry, root, has_declaration(raw), kind=kind)
-        for paragraph in list(_paragraphs(part)):
-            if not _has_chinese_text(paragraph):
-                continue
-            mark_english(paragraph)
-            unit = read_paragraph(paragraph, SLIDE_RUNS, name)
-            if unit is not None:
-                part.units.append(unit)
-        parts.append(part)
+    try:
+        for entry, kind in list(text_parts(archive, types)):
+            raw, root = archive.part(entry)
+            part = XmlPart(entry, root, has_declaration(raw), kind=kind)
+            for paragraph in list(_paragraphs(part)):
+                if not _has_chinese_text(paragraph):
+                    continue
+                mark_english(paragraph)
+                unit = read_paragraph(paragraph, SLIDE_RUNS, name)
+                if unit is not None:
+                    part.units.append(unit)
+            parts.append(part)
+    finally:
+        archive.close()
     return RunsPackage(name, package.data, list(package.entries), parts, structure)

@@ -2,7 +2,8 @@
 ``inspect``, which reads one with python-pptx (never ``handler.formats.presentation``).
 
 ``sample_file()`` holds the awkward cases: a title and a body with a bold word inside a sentence, a word split
-over two runs (翻 + 译), a hyperlink, a line break and a slide-number field inside a sentence, a table with an empty
+over two runs (翻 + 译), a Latin word in a run of its own with other language and proofing attributes (as
+PowerPoint saves it), a hyperlink, a line break and a slide-number field inside a sentence, a table with an empty
 cell, a group shape (with a nested group) holding text, speaker notes, an image, a text without Chinese, a slide
 with a transition and an animation, slides whose presentation order differs from their file names, a static text
 box on a slide layout, a layout placeholder with a custom prompt, and a master placeholder's text (seen only in
@@ -39,6 +40,7 @@ LINK = "https://example.com/报告"
 LINK_SENTENCE = ("详细信息请访问", "我们的网站", "。")  # the middle one is the link
 BREAK_SENTENCE = ("第一行文字", "第二行文字")  # one paragraph, a line break between
 FIELD_SENTENCE = ("这是第", "页的内容。")  # a slide-number field between
+MIXED = ("这份", "PPT", "模板很好用。")  # as PowerPoint saves them: languages and proofing marks differ by run
 ENGLISH = "Version 2.1 (draft)"  # no Chinese: kept as it is
 NOTES = ("演讲者备注：先介绍", "背景", "，再讲结论。")  # the middle one is italic
 TABLE = (("地区", "销售额"), ("华东", "一百万"), ("华南", ""))  # the last cell is empty
@@ -49,8 +51,8 @@ CUSTOM_PROMPT = "在此输入章节标题"  # the "Title Only" layout's title pl
 MASTER_TITLE = "单击此处编辑母版标题样式"  # the master's title placeholder: master view only, kept
 TRANSITION = '<p:transition {} spd="slow"><p:fade/></p:transition>'.format(nsdecls("p"))
 TIMING = (
-    "<p:timing {}><p:tnLst><p:par><p:cTn id=\"1\" dur=\"indefinite\" restart=\"never\" nodeType=\"tmRoot\"/>"
-    "</p:par></p:tnLst><p:bldLst><p:bldP spid=\"2\" grpId=\"0\"/></p:bldLst></p:timing>"
+    '<p:timing {}><p:tnLst><p:par><p:cTn id="1" dur="indefinite" restart="never" nodeType="tmRoot"/>'
+    '</p:par></p:tnLst><p:bldLst><p:bldP spid="2" grpId="0"/></p:bldLst></p:timing>'
 ).format(nsdecls("p"))
 
 
@@ -64,6 +66,9 @@ def _runs(paragraph: _Paragraph, pieces: Sequence[tuple[str, dict[str, object]]]
             run.font.italic = True
         if "link" in how:
             run.hyperlink.address = str(how["link"])
+        for attribute, value in how.items():
+            if attribute in ("lang", "altLang", "dirty", "err"):
+                run._r.get_or_add_rPr().set(attribute, str(value))
         if "color" in how:
             run.font.color.rgb = RGBColor.from_string(str(how["color"]))
 
@@ -90,6 +95,8 @@ def _first_slide(presentation: Presentation) -> None:
     _runs(field, [(FIELD_SENTENCE[0], {})])
     _field(field)
     _runs(field, [(FIELD_SENTENCE[1], {})])
+    chinese, latin = {"lang": "zh-CN", "altLang": "en-US", "dirty": "0"}, {"lang": "en-US", "dirty": "0", "err": "1"}
+    _runs(body.add_paragraph(), [(MIXED[0], chinese), (MIXED[1], latin), (MIXED[2], chinese)])
     body.add_paragraph().text = ENGLISH
     notes = slide.notes_slide.notes_text_frame
     assert notes is not None
