@@ -20,11 +20,12 @@ characters the English gets back. Phonetic guides (``rPh``, ``phoneticPr``) are 
 Kept: numbers, dates, formulas and their cached values (a formula's text result, ``t="str"``, is Excel's to
 recompute), styles, merged cells, data validation, conditional formats, hyperlinks, defined names, charts, images,
 drawings, pivot tables, sheet order and **sheet names**. DeepL's document API documentation lists ``.xlsx`` without
-saying whether sheet names are translated; tools that rename sheets have had to rewrite every formula, defined name,
-chart series and pivot source that names a sheet (``'销售数据'!B2``), and a formula may name a sheet inside a string
-(``INDIRECT("销售数据!A1")``) no rewriter can see: a renamed sheet breaks formulas silently. Sheet names are kept;
-the tab a user sees stays Chinese, every reference still works. Also not translated: chart titles, text boxes and
-shapes (drawings), headers and footers, data validation messages, document properties.
+saying what it does with sheet names, and no statement of DeepL's on it was found; other tools' issue threads show
+renamed sheets leaving the workbook for Excel to repair. A sheet's name is in every formula, defined name, chart
+series and pivot source that refers to it (``='销售数据'!B2``), and inside strings no rewriter can see
+(``INDIRECT("销售数据!A1")``): renaming a sheet means rewriting all of them, and a missed one breaks silently. So sheet
+names are kept: the tab a user sees stays Chinese, every reference keeps working. Also not translated: chart titles,
+text boxes and shapes (drawings), headers and footers, data validation messages, document properties.
 
 Parts without a translated unit are copied byte for byte; a translated part is checked before the file is written:
 the same strings, cells, formulas, values, merged cells, validations, comments and phonetic guides in the same
