@@ -206,6 +206,14 @@ def test_the_navigation_is_translated_and_still_points_at_the_chapters() -> None
     assert [a.text for a in _xpath(nav, "//h:a")][0] == "Chapter One: Spring"
 
 
+def test_the_nav_document_is_translated_also_where_the_spine_leaves_it_out() -> None:
+    source = sample_file()
+    data = rewritten(source, {"EPUB/content.opf": _opf(source, '<itemref idref="nav"/>', "")})
+    nav = chapter(translated(data), "EPUB/nav.xhtml")
+    assert [a.text for a in _xpath(nav, "//h:a")][0] == "Chapter One: Spring"
+    assert not re.search("[\u4e00-\u9fff]", "".join(nav.itertext()))
+
+
 def test_a_book_without_chinese_comes_back_as_it_was() -> None:
     english = epub_samples._written(epub_samples._book("A book", [("a.xhtml", "One", "<h1>One</h1><p>Text.</p>")]))
     service = FakeService()
