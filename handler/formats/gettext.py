@@ -45,7 +45,8 @@ are not valid in it are refused naming the offset and line. Without a usable cha
 ``CHARSET``) the bytes are decoded as any text file is (``handler.formats.encodings``: UTF-8, a byte-order mark,
 GB18030 or Big5 by their characters). **Refused** (``InvalidRequestError``, "not a gettext PO catalogue: ..."):
 text polib cannot parse (its message, with the line number), a file with neither a header nor an entry, text
-that is not decodable.
+that is not decodable; and content that names a file on this machine (``polib.pofile`` opens a path it is handed
+instead of a catalogue's text: never read). An entry whose translation comes back empty stays untranslated.
 """
 
 from __future__ import annotations
