@@ -330,3 +330,21 @@ def test_shipped_model_translates_every_string_and_keeps_the_workbook() -> None:
     assert bold and all(text.strip() and not has_chinese(text) for text in bold)  # the bold word's English is bold
     cells = cell_texts(out.data)
     assert cells[(FIRST_SHEET, "A1")] == cells[(FIRST_SHEET, "A6")] and cells[(FIRST_SHEET, "A7")] == NO_CHINESE
+
+
+def test_a_comment_as_excel_writes_it_keeps_its_bold_author_line_and_line_break() -> None:
+    data = sample_file()
+    comments = zip_parts(data)["xl/comments/comment1.xml"].decode()
+    excel_text = (
+        '<text><r><rPr><b/><sz val="9"/><rFont val="Tahoma"/></rPr><t>John Smith:</t></r>'
+        f'<r><rPr><sz val="9"/><rFont val="Tahoma"/></rPr><t xml:space="preserve">\n{COMMENT}</t></r></text>'
+    )
+    comments = re.sub(r"<text>.*</text>", excel_text, comments)
+    units = XLSX.parse(with_parts(data, {"xl/comments/comment1.xml": comments.encode()}), "report.xlsx")
+    line = units.text.split("\n")[-1]
+    assert line == f"John Smith:{VOID}{OPEN}{COMMENT}{CLOSE}"  # the longer stretch is the base: the author's line
+    out = units.rebuild([fake_english(line) for line in units.text.split("\n")])
+    text = etree.fromstring(zip_parts(out)["xl/comments/comment1.xml"]).find(f".//{{{MAIN}}}text")
+    assert text is not None
+    runs = [(run.findtext(f"{{{MAIN}}}t"), run.find(f"{{{MAIN}}}rPr/{{{MAIN}}}b") is not None) for run in text]
+    assert runs == [("John Smith:", True), ("\n", False), (fake_english(COMMENT), False)]
