@@ -171,22 +171,24 @@ def sample_file() -> bytes:
 
 
 def file_of(sentences: Sequence[str]) -> bytes:
-    """A presentation holding ``sentences``, five a slide: the title, two body paragraphs, a table cell and the
-    speaker notes."""
+    """A presentation holding ``sentences``, thirty a slide: the title, twenty body paragraphs, the four cells of a
+    table and five paragraphs of speaker notes (few slides: a long file stays under the tests' size limit)."""
     presentation = Presentation()
-    for start in range(0, len(sentences), 5):
-        chunk = list(sentences[start : start + 5])
+    for start in range(0, len(sentences), 30):
+        chunk = list(sentences[start : start + 30])
         slide = presentation.slides.add_slide(presentation.slide_layouts[1])
         assert slide.shapes.title is not None
         slide.shapes.title.text = chunk[0]
         body = slide.placeholders[1].text_frame
-        for at, sentence in enumerate(chunk[1:3]):
+        for at, sentence in enumerate(chunk[1:21]):
             (body.paragraphs[0] if at == 0 else body.add_paragraph()).text = sentence
-        if len(chunk) > 3:
-            table = slide.shapes.add_table(1, 1, Inches(0.5), Inches(5), Inches(6), Inches(0.5)).table
-            table.cell(0, 0).text = chunk[3]
-        if len(chunk) > 4:
-            slide.notes_slide.notes_text_frame.text = chunk[4]  # type: ignore[union-attr]
+        cells = chunk[21:25]
+        if cells:
+            table = slide.shapes.add_table(2, 2, Inches(0.5), Inches(5), Inches(6), Inches(1)).table
+            for at, sentence in enumerate(cells):
+                table.cell(at // 2, at % 2).text = sentence
+        if chunk[25:]:
+            slide.notes_slide.notes_text_frame.text = "\n".join(chunk[25:])  # type: ignore[union-attr]
     out = io.BytesIO()
     presentation.save(out)
     return out.getvalue()
