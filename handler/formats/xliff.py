@@ -300,8 +300,9 @@ class _Unit:
 
     line: _Line
     holder: etree._Element  # the trans-unit (1.2) or segment (2.x)
-    source: etree._Element  # the element whose content is translated (1.2: <seg-source> when there is one)
-    anchor: etree._Element  # the target goes right after it
+    source: etree._Element  # the <source> (its xml:space goes to the target)
+    anchor: etree._Element  # whose content is translated, and the target goes right after it: the <source>, or
+    # a 1.2 unit's <seg-source> when it has one
     target: etree._Element | None
     languages: etree._Element  # where the target language is set: 1.2 <file>, 2.x <xliff>
 
@@ -350,7 +351,7 @@ def _units_1(root: etree._Element, name: str) -> Iterator[_Unit]:
             if line is None:
                 continue
             _check_target_language(file, "target-language", name)
-            yield _Unit(line, unit, content, content, target, file)
+            yield _Unit(line, unit, source, content, target, file)
 
 
 def _units_2(root: etree._Element, name: str) -> Iterator[_Unit]:
