@@ -6,8 +6,9 @@ strings, the worksheets, the comments) and collects the **units** to translate, 
 
 * the **shared strings** (``xl/sharedStrings.xml``, ``si``) that a text cell (``c t="s"``) of some worksheet refers
   to, in the table's order: a string several cells share is one unit, translated once. Strings no text cell uses
-  are left as they are;
-* the **inline strings** of worksheets (``c t="inlineStr"``: ``is``), sheet after sheet;
+  are left as they are, and so is a string a table's header cell uses (a table column's name is its header cell's
+  text, and formulas name columns: ``Sales[数量]``; renaming one is renaming a sheet, below);
+* the **inline strings** of worksheets (``c t="inlineStr"``: ``is``), sheet after sheet, but in tables' headers;
 * the **comments**: legacy cell comments (``comment``/``text`` in ``xl/comments*.xml``; their authors, anchors and
   drawing kept) and threaded comments (``ThreadedComment``/``text``, Excel 365's replies; one that @mentions
   someone is kept as it is, since its mentions are character offsets into its text).
@@ -34,6 +35,7 @@ numbers.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -79,6 +81,7 @@ COUNTED = frozenset(
 # escapes (a carriage return is written _x000D_)
 _UNSAFE = re.compile(f"(?:[{LINE_BREAKS}\t{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]|_x[0-9A-Fa-f]{{4}}_)+")
 _MARKUP_CHAR = re.compile(f"[{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]")
+_CELL = re.compile(r"^\$?([A-Z]{1,3})\$?([0-9]{1,7})$")
 _NEEDS_PRESERVE = re.compile(r"^\s|\s$|\s\s|[\t\n\r]")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # no XML document may hold these
 
@@ -202,6 +205,29 @@ class _Reader:
             raise _refuse(self.name, f"has a damaged part: {error}") from None
         return XmlPart(entry, root, has_declaration(raw), kind=kind)
 
+    def table_headers(self, sheet: str) -> list[tuple[int, int, int, int]]:
+        """``(top, left, bottom, right)`` of the header rows of each table (list object) on the worksheet ``sheet``,
+        by its relationships: a header cell's text is the table column's name, which formulas use."""
+        folder, file = posixpath.split(sheet)
+        rels = posixpath.join(folder, "_rels", file + ".rels")
+        if rels not in self.package.names:
+            return []
+        found = []
+        for relationship in self.part(rels, "relationships").root:
+            if not (relationship.get("Type") or "").endswith("/table") or relationship.get("TargetMode") == "External":
+                continue
+            target = relationship.get("Target") or ""
+            entry = target.lstrip("/") if target.startswith("/") else posixpath.normpath(posixpath.join(folder, target))
+            if entry not in self.package.names:
+                continue
+            table = self.part(entry, "table").root
+            corners = [_cell_position(corner) for corner in (table.get("ref") or "").split(":")]
+            rows = int(count) if (count := table.get("headerRowCount") or "1").isdigit() else 1
+            if len(corners) == 2 and corners[0] is not None and corners[1] is not None and rows > 0:
+                (top, left), (bottom, right) = corners[0], corners[1]
+                found.append((top, left, min(bottom, top + rows - 1), right))
+        return found
+
     def check_workbook(self) -> None:
         if any(kind in WORKBOOK_TYPES for kind in self.types.values()):
             return
@@ -211,9 +237,31 @@ class _Reader:
         raise _refuse(self.name, "has no workbook part")
 
 
-def _text_cell_strings(sheets: list[XmlPart], count: int, name: str) -> list[int]:
-    """The shared strings' indexes that some text cell (``t="s"``) refers to, in the table's order."""
+def _cell_position(reference: str) -> tuple[int, int] | None:
+    """``(row, column)`` of a cell reference (``B3`` -> ``(3, 2)``), None when it is not one."""
+    match = _CELL.match(reference)
+    if match is None:
+        return None
+    column = 0
+    for letter in match.group(1):
+        column = column * 26 + ord(letter) - ord("A") + 1
+    return int(match.group(2)), column
+
+
+def _in_ranges(reference: str | None, ranges: list[tuple[int, int, int, int]]) -> bool:
+    position = _cell_position(reference or "")
+    return position is not None and any(
+        top <= position[0] <= bottom and left <= position[1] <= right for top, left, bottom, right in ranges
+    )
+
+
+def _text_cell_strings(
+    sheets: list[XmlPart], headers: dict[str, list[tuple[int, int, int, int]]], count: int, name: str
+) -> list[int]:
+    """The shared strings' indexes that some text cell (``t="s"``) refers to, in the table's order, less those a
+    table's header cell refers to (``headers``: each sheet's header ranges)."""
     used: set[int] = set()
+    kept: set[int] = set()
     for sheet in sheets:
         namespace = etree.QName(sheet.root).namespace
         for cell in sheet.root.iter(f"{{{namespace}}}c"):
@@ -227,8 +275,8 @@ def _text_cell_strings(sheets: list[XmlPart], count: int, name: str) -> list[int
                 raise _refuse(name, f"has a text cell {reference} in {sheet.entry} without a string index") from None
             if not 0 <= index < count:
                 raise _refuse(name, f"has a text cell {reference} in {sheet.entry} naming string {index} of {count}")
-            used.add(index)
-    return sorted(used)
+            (kept if _in_ranges(reference, headers.get(sheet.entry, [])) else used).add(index)
+    return sorted(used - kept)
 
 
 def _comment_units(part: XmlPart, name: str) -> Iterator[Unit]:
@@ -265,7 +313,8 @@ def read_workbook(data: bytes, name: str = "the file") -> RunsPackage:
 
     table = strings[0] if strings else None
     items = [] if table is None else list(table.root.iter(f"{{{etree.QName(table.root).namespace}}}si"))
-    for index in _text_cell_strings(sheets, len(items), name):
+    headers = {sheet.entry: reader.table_headers(sheet.entry) for sheet in sheets}
+    for index in _text_cell_strings(sheets, headers, len(items), name):
         assert table is not None  # a text cell names a string of the table (checked above)
         unit = string_unit(items[index], etree.QName(table.root).namespace or MAIN, name)
         if unit is not None:
@@ -273,7 +322,9 @@ def read_workbook(data: bytes, name: str = "the file") -> RunsPackage:
     for sheet in sheets:
         namespace = etree.QName(sheet.root).namespace or MAIN
         for cell in sheet.root.iter(f"{{{namespace}}}c"):
-            inline = cell.find(f"{{{namespace}}}is") if cell.get("t") == "inlineStr" else None
+            if cell.get("t") != "inlineStr" or _in_ranges(cell.get("r"), headers.get(sheet.entry, [])):
+                continue
+            inline = cell.find(f"{{{namespace}}}is")
             unit = None if inline is None else string_unit(inline, namespace, name)
             if unit is not None:
                 sheet.units.append(unit)

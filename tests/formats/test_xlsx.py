@@ -15,6 +15,7 @@ import openpyxl
 import pytest
 from lxml import etree
 from openpyxl.cell.rich_text import CellRichText, TextBlock
+from openpyxl.worksheet.table import Table
 
 from handler.errors import InvalidRequestError, TranslatorError
 from handler.formats import FORMATS_BY_NAME, content_type_for, format_for, packages, translate_file
@@ -348,3 +349,23 @@ def test_a_comment_as_excel_writes_it_keeps_its_bold_author_line_and_line_break(
     assert text is not None
     runs = [(run.findtext(f"{{{MAIN}}}t"), run.find(f"{{{MAIN}}}rPr/{{{MAIN}}}b") is not None) for run in text]
     assert runs == [("John Smith:", True), ("\n", False), (fake_english(COMMENT), False)]
+
+
+def test_a_tables_header_cells_are_kept_since_formulas_name_its_columns() -> None:
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    for row in (["产品", "数量"], ["苹果", 3], ["产品", 5], ["香蕉", "=Sales[[#This Row],[数量]]*2"]):
+        sheet.append(row)
+    sheet.add_table(Table(displayName="Sales", ref="A1:B4"))
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    data = xlsx_samples.as_excel_saves(buffer.getvalue())
+    units = XLSX.parse(data, "table.xlsx")
+    # the header string is kept wherever it is used (one shared string); the rest of the table is translated
+    assert units.text.split("\n") == ["苹果", "香蕉"]
+    out = openpyxl.load_workbook(io.BytesIO(units.rebuild(["Apple", "Banana"])))
+    table = out.active.tables["Sales"]  # type: ignore[union-attr]
+    headers = [out.active.cell(1, column).value for column in (1, 2)]  # type: ignore[union-attr]
+    assert headers == [column.name for column in table.tableColumns] == ["产品", "数量"]
+    assert [out.active.cell(row, 1).value for row in (2, 3, 4)] == ["Apple", "产品", "Banana"]  # type: ignore[union-attr]
