@@ -119,9 +119,8 @@ class EpubBook:
 
     @property
     def characters(self) -> int:
-        return sum(chapter.characters for chapter in self.chapters) + sum(
-            len((label.text or "").strip()) for label in self.labels
-        )
+        labels = visible_characters(self.items[-1]) if self.labels else 0
+        return sum(chapter.characters for chapter in self.chapters) + labels
 
     def rebuild(self, translations: Sequence[str]) -> bytes:
         """The book with each item of ``items`` replaced by its translation; ``TranslatorError`` when a translation
@@ -291,9 +290,13 @@ def _read_chapter(package: Package, entry: str, name: str) -> Chapter:
     except UnicodeDecodeError as error:
         raise refusal(KIND, name, f"has a document {entry!r} that is not {codec} ({error})", XML_HINT) from None
     text = decoded.replace("\r\n", "\n")
-    blocks = parse_markup(text, "html").blocks
-    characters = sum(len(_MARKUP_CHAR.sub("", block)) for block in blocks)
-    return Chapter(entry, text, "\r\n" in decoded, codec, _tags(root), characters)
+    return Chapter(entry, text, "\r\n" in decoded, codec, _tags(root), visible_characters(text))
+
+
+def visible_characters(document: str) -> int:
+    """The characters a document of ``text`` bills: its HTML blocks (text with Chinese), markup characters left
+    out."""
+    return sum(len(_MARKUP_CHAR.sub("", block)) for block in parse_markup(document, "html").blocks)
 
 
 def _tags(root: etree._Element) -> tuple[str, ...]:
@@ -431,14 +434,15 @@ class Epub:
 
     def translate_part(self, text: str, index: int, translator: FileTranslator) -> str:
         """Each document of the part translated as HTML on its own (a book's markup is over what one document's
-        markup characters number), progress reported over the part."""
+        markup characters number), progress reported over the part in the characters it bills."""
         documents = text.split(SEPARATOR)
-        total = sum(len(document) for document in documents)
+        sizes = [visible_characters(document) for document in documents] if translator.progress else []
         out: list[str] = []
-        done = 0
-        for document in documents:
-            out.append(_documents_translator(translator, done, len(document), total).text(document, "html"))
-            done += len(document)
+        for index, document in enumerate(documents):
+            document_translator = translator
+            if sizes:
+                document_translator = _documents_translator(translator, sum(sizes[:index]), sizes[index], sum(sizes))
+            out.append(document_translator.text(document, "html"))
         return SEPARATOR.join(out)
 
     def join(self, translation: str, source: Callable[[], bytes], name: str) -> bytes:
@@ -450,8 +454,7 @@ def _documents_translator(translator: FileTranslator, before: int, size: int, to
     """``translator`` for one document of ``size`` characters after ``before`` of ``total``: its progress reported
     as the part's."""
     progress = translator.progress
-    if progress is None:
-        return translator
+    assert progress is not None
 
     def report(done: int, of: int) -> None:
         progress(before + (size * done // of if of else size), total)

@@ -131,6 +131,8 @@ def test_characters_billed_are_the_visible_text_translated_not_the_markup() -> N
     # title and heading, the sentence (b and em inside), the link's sentence (br inside), the image's alt
     parsed = cast(EpubBook, book.parsed)
     assert parsed.chapters[1].characters == len(chapter_one)
+    labels = "春天的故事" + "一本关于春天和夏天的小书。" + "春天的故事" + "第一章 春天" + "第二章 夏天"
+    assert book.characters == sum(chapter.characters for chapter in parsed.chapters) + len(labels)
 
 
 # --- translating --------------------------------------------------------------------------------------------------
@@ -286,8 +288,7 @@ def test_progress_counts_over_the_documents() -> None:
     seen: list[tuple[int, int]] = []
     source = EPUB.read(sample_file(), "book.epub")
     EPUB.translate(source, FileTranslator(cast(Any, FakeService()), progress=lambda done, of: seen.append((done, of))))
-    total = len(source.text) - source.text.count(SEPARATOR)  # the documents' characters
-    assert seen[-1] == (total, total) and len(seen) == 4
+    assert seen[-1] == (source.characters, source.characters) and len(seen) == 4  # one report a document
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)
 
 
