@@ -26,7 +26,9 @@ renamed sheets leaving the workbook for Excel to repair. A sheet's name is in ev
 series and pivot source that refers to it (``='销售数据'!B2``), and inside strings no rewriter can see
 (``INDIRECT("销售数据!A1")``): renaming a sheet means rewriting all of them, and a missed one breaks silently. So sheet
 names are kept: the tab a user sees stays Chinese, every reference keeps working. Also not translated: chart titles,
-text boxes and shapes (drawings), headers and footers, data validation messages, document properties.
+text boxes and shapes (drawings), headers and footers, data validation messages, document properties, and the text
+inside formulas: a formula that compares a cell with a Chinese literal (``=COUNTIF(A:A,"完成")``) finds the cell in
+English once Excel recalculates.
 
 Parts without a translated unit are copied byte for byte; a translated part is checked before the file is written:
 the same strings, cells, formulas, values, merged cells, validations, comments and phonetic guides in the same
