@@ -295,6 +295,7 @@ def _rebuild_paragraph(unit: _Unit, english: str) -> None:
     """Replace the paragraph's content with what ``english`` (the unit's line translated) says."""
     english = unit.space[0] + english.strip() + unit.space[1]
     pieces: list[_Piece] = [(item.chain, _payload(item)) for item in unit.lead]
+    pieces.append((unit.base, ""))  # the containers around the line's text, even if its English is empty
     stack: list[etree._Element] = []
     opened: set[str] = set()
     used: set[str] = set()
@@ -311,6 +312,8 @@ def _rebuild_paragraph(unit: _Unit, english: str) -> None:
         if char in unit.openings and char not in opened:
             opened.add(char)
             stack.append(unit.openings[char])
+            if stack[-1].tag == _A:
+                pieces.append(((*unit.base, *stack), ""))  # a link whose English is empty is still there
         elif char in unit.closings and unit.closings[char] in stack:
             del stack[stack.index(unit.closings[char]) :]
         elif char in unit.voids and char not in used:

@@ -207,7 +207,8 @@ def own_text(paragraph: Element) -> str:
         elif child.nodeType == Node.ELEMENT_NODE and child.qname[1] not in _NOT_OWN_TEXT:
             local = child.qname[1]
             if local == "s":
-                found.append(" " * int(child.getAttribute("c") or 1))
+                count = str(child.getAttribute("c") or "1")
+                found.append(" " * (int(count) if count.isdigit() else 1))
             else:
                 found.append({"tab": "\t", "line-break": "\n"}.get(local) or own_text(child))
     return "".join(found)

@@ -7,6 +7,7 @@ Every result is read back with odfpy, the library LibreTranslate's users build a
 from __future__ import annotations
 
 import io
+import random
 import re
 import zipfile
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from handler.formats import FORMATS_BY_NAME, content_type_for, format_for, packa
 from handler.formats import opendocument_text as engine
 from handler.formats.opendocument import ODT, ODT_CONTENT_TYPE, ODT_ENCODING
 from handler.formats.opendocument_text import read_odt_file
-from handler.text.spans import MARKUP_CLOSE, MARKUP_OPEN, MARKUP_STANDALONE
+from handler.text.spans import MARKUP_CLOSE, MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE
 from tests.formats import odt_samples as samples
 from tests.formats.inspection import HAN, assert_translated
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_service
@@ -65,6 +66,7 @@ ENGLISH = {
     "下图显示了结果：": "The chart below shows the results:",
 }
 _HAN_RUN = re.compile(r"[\u3400-\u9fff，。：；！？（）、]+")
+MARKUP = re.compile(f"[{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]")
 
 
 def english(line: str) -> str:
@@ -297,6 +299,85 @@ def test_paragraphs_in_tracked_deletions_are_kept_as_they_are() -> None:
     assert document.lines == SAMPLE_LINES
     out = document.rebuild([english(line) for line in document.lines])
     assert "<text:p>删掉的句子。</text:p>" in entries(out)["content.xml"].decode()
+
+
+def test_a_link_whose_english_is_empty_or_lost_is_still_there() -> None:
+    whole = with_content(samples.sample_file(), lambda xml: xml.replace("<text:p>项目</text:p>", _linked("项目")))
+    emptied = {**ENGLISH, LINK_LINE: f"See {OPEN}{OPEN1}{CLOSE1}{CLOSE}it.", "项目": ""}
+    out = translated(whole, lambda line: emptied[line] if line in emptied else english(line))
+    assert samples.inspect(out).structure == samples.inspect(whole).structure
+    hrefs = re.findall(r'xlink:href="([^"]+)"', entries(out)["content.xml"].decode())
+    assert hrefs.count(samples.LINK) == 1 and hrefs.count("https://example.com/items") == 1
+
+
+def _linked(words: str) -> str:
+    return f'<text:p><text:a xlink:href="https://example.com/items" xlink:type="simple">{words}</text:a></text:p>'
+
+
+def _random_inline(chance: random.Random, depth: int = 0, in_link: bool = False) -> str:
+    """Mixed content as editors write it and worse: texts and white space, nested spans and links, empty spans,
+    text:s (odd counts too), soft page breaks, notes and text boxes with their own paragraphs, tabs, breaks,
+    bookmarks, fields."""
+    found = []
+    for _ in range(chance.randint(1, 4)):
+        pick = chance.random()
+        if pick < 0.35:
+            found.append(chance.choice(["中文", "测试 ", "  空格", "abc", "的", " ", "\n  "]))
+        elif pick < 0.5 and depth < 3:
+            inner = _random_inline(chance, depth + 1, in_link)
+            found.append(f'<text:span text:style-name="S{chance.randint(1, 3)}">{inner}</text:span>')
+        elif pick < 0.6 and depth < 3 and not in_link:
+            inner = _random_inline(chance, depth + 1, True)
+            found.append(f'<text:a xlink:href="https://x/{chance.randint(1, 9)}">{inner}</text:a>')
+        else:
+            found.append(chance.choice(_VOIDS))
+    return "".join(found)
+
+
+_VOIDS = [
+    '<text:span text:style-name="E"/>',
+    '<text:s text:c="3"/>',
+    '<text:s text:c="x"/>',
+    "<text:soft-page-break/>",
+    '<text:note text:id="n1" text:note-class="footnote"><text:note-citation>1</text:note-citation><text:note-body>'
+    '<text:p>注释<text:span text:style-name="B">粗</text:span></text:p></text:note-body></text:note>',
+    '<draw:frame draw:name="f"><draw:text-box><text:p>框<text:a xlink:href="https://y">链</text:a></text:p>'
+    "</draw:text-box></draw:frame>",
+    "<text:tab/>",
+    "<text:line-break/>",
+    '<text:bookmark text:name="b"/>',
+    "<text:date>2024</text:date>",
+]
+
+
+def _careless(chance: random.Random, line: str) -> str:
+    """A translation that empties stretches, drops, reorders or repeats markup characters."""
+    text = _HAN_RUN.sub(lambda _: chance.choice(["word", "", "two words", " "]), line)
+    marks = MARKUP.findall(text)
+    pick = chance.random()
+    if pick < 0.2:
+        for mark in chance.sample(marks, len(marks) // 2):
+            text = text.replace(mark, "", 1)
+    elif pick < 0.35:
+        chance.shuffle(marks)
+        pieces = MARKUP.split(text)
+        text = "".join(piece + (marks[i] if i < len(marks) else "") for i, piece in enumerate(pieces))
+    elif pick < 0.4:
+        text += text
+    return text
+
+
+@pytest.mark.parametrize("seed", range(0, 400, 40))
+def test_whatever_the_translation_does_with_the_markup_the_structure_is_kept(seed: int) -> None:
+    source = samples.sample_file()
+    for case in range(seed, seed + 40):
+        chance = random.Random(case)
+        added = "".join(f"<text:p>{_random_inline(chance)}</text:p>" for _ in range(chance.randint(1, 4)))
+        data = with_content(source, lambda xml, added=added: xml.replace("<office:text>", f"<office:text>{added}"))
+        document = read_odt_file(data)
+        out = document.rebuild([_careless(chance, line) for line in document.lines])  # checked: TranslatorError
+        assert samples.inspect(out).structure == samples.inspect(data).structure, added
+        assert read_odt_file(out).lines is not None
 
 
 # --- errors ------------------------------------------------------------------------------------------------------
