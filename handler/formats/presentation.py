@@ -61,9 +61,8 @@ R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
 _MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 _PML = "application/vnd.openxmlformats-officedocument.presentationml."
-MAIN_TYPES = frozenset(
-    _PML + kind for kind in ("presentation.main+xml", "slideshow.main+xml", "template.main+xml")
-)  # a presentation, a show (.ppsx) or a template (.potx) saved under .pptx: the same parts
+# the main part of a presentation, or of a show (.ppsx) or template (.potx) saved as .pptx: the same parts
+MAIN_TYPES = frozenset(_PML + kind for kind in ("presentation.main+xml", "slideshow.main+xml", "template.main+xml"))
 SLIDE, NOTES, LAYOUT, MASTER = "slide", "notesSlide", "slideLayout", "slideMaster"
 _PART_TYPES = {kind: _PML + kind + "+xml" for kind in (SLIDE, NOTES, LAYOUT, MASTER)}
 
