@@ -20,7 +20,7 @@ import io
 import posixpath
 import zipfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lxml import etree
 
@@ -73,19 +73,19 @@ def serialize(root: etree._Element, *, declaration: bool) -> bytes:
 
 @dataclass(frozen=True)
 class Package:
-    """An open zip archive's entries, read on demand (``read``, ``xml``)."""
+    """An open zip archive's entries, read on demand (``read``, ``xml``) from one open archive."""
 
     name: str
     data: bytes
     entries: tuple[zipfile.ZipInfo, ...]
+    archive: zipfile.ZipFile = field(repr=False, compare=False)
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(info.filename for info in self.entries)
 
     def read(self, entry: str) -> bytes:
-        with zipfile.ZipFile(io.BytesIO(self.data)) as archive:
-            return archive.read(entry)
+        return self.archive.read(entry)
 
     def xml(self, entry: str) -> etree._Element:
         """Entry ``entry`` parsed (``parse_xml``); ``ValueError`` when it cannot be."""
@@ -125,7 +125,7 @@ def open_package(data: bytes, name: str, kind: str, hint: str) -> Package:
             raise refusal(kind, name, f"is a damaged zip archive ({error})", hint) from None
         if bad is not None:
             raise refusal(kind, name, f"is a damaged zip archive (entry {bad} fails its checksum)", hint)
-    return Package(name, data, entries)
+    return Package(name, data, entries, zipfile.ZipFile(io.BytesIO(data)))
 
 
 def content_types(package: Package) -> dict[str, str]:

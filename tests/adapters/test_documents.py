@@ -562,8 +562,10 @@ def test_libretranslate_translate_file_errors_in_its_shape(local_url: str, keyed
             base + "translate_file", files=files, data={"source": "zh", "target": "en", **data}, timeout=60
         )
 
-    unsupported = upload(local_url, {"file": ("deck.pptx", b"PK\x03\x04")})
+    unsupported = upload(local_url, {"file": ("report.pdf", b"%PDF-1.7")})
     assert unsupported.status_code == 400 and ".srt" in unsupported.json()["error"]
+    damaged = upload(local_url, {"file": ("deck.pptx", b"PK\x03\x04")})
+    assert damaged.status_code == 400 and "not a PowerPoint .pptx presentation" in damaged.json()["error"]
     missing = requests.post(local_url + "translate_file", data={"source": "zh", "target": "en"}, timeout=30)
     assert missing.status_code == 400 and "file" in missing.json()["error"]
     corrupt = upload(local_url, {"file": ("broken.srt", CORRUPT_SRT)})
