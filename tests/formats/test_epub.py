@@ -216,6 +216,21 @@ def test_the_nav_document_is_translated_also_where_the_spine_leaves_it_out() -> 
     assert not re.search("[\u4e00-\u9fff]", "".join(nav.itertext()))
 
 
+def test_an_epub_2_book_without_a_nav_document_has_its_ncx_and_chapters_translated() -> None:
+    source = sample_file()
+    opf = _opf(source, '<itemref idref="nav"/>', "").decode()
+    opf = re.sub(r'<item href="nav.xhtml"[^>]*/>', "", opf).replace('version="3.0"', 'version="2.0"')
+    data = rewritten(source, {"EPUB/content.opf": opf.encode(), "EPUB/nav.xhtml": None})
+    result = translated(data)
+    assert_translated(inspect, data, result)
+    assert epub_samples.ncx_labels(read_book(result)) == [
+        "A Story of Spring",
+        "Chapter One: Spring",
+        "en en",  # 第二章 夏天
+        "Appendix",
+    ]
+
+
 def test_a_book_without_chinese_comes_back_as_it_was() -> None:
     english = epub_samples._written(epub_samples._book("A book", [("a.xhtml", "One", "<h1>One</h1><p>Text.</p>")]))
     service = FakeService()
