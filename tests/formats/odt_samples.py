@@ -10,6 +10,7 @@ frame with an image and a text box, a header, and paragraphs without Chinese.
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from collections import Counter
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ SPACED = "第一项  第二项"  # two spaces: a text:s
 UNTOUCHED = ("Version 2.1 (2024-05-01)", "https://example.com/docs")
 HEADER = "公司内部文件"
 PICTURE = tiny_png()
+_HAN_WORDS = re.compile(r"[\u4e00-\u9fff]{2,4}")
 
 # what inspect counts: (namespace local name) -> structure key
 _COUNTED = {
@@ -156,8 +158,8 @@ def sample_file() -> bytes:
 
 
 def file_of(sentences: Sequence[str]) -> bytes:
-    """An ``.odt`` holding ``sentences`` in turn as a heading, a paragraph with a bold middle, a table cell, a list
-    item and a plain paragraph."""
+    """An ``.odt`` holding ``sentences`` in turn as a heading, a paragraph with its first Chinese words bold, a table
+    cell, a list item and a plain paragraph."""
     document = opendocument.OpenDocumentText()
     bold, _ = _styles(document, None)
     body = document.text
@@ -166,11 +168,7 @@ def file_of(sentences: Sequence[str]) -> bytes:
         if kind == 0:
             body.addElement(text.H(outlinelevel=2, text=sentence))
         elif kind == 1:
-            third = max(1, len(sentence) // 3)
-            paragraph = text.P(text=sentence[:third])
-            paragraph.addElement(text.Span(stylename=bold, text=sentence[third : 2 * third]))
-            paragraph.addText(sentence[2 * third :])
-            body.addElement(paragraph)
+            body.addElement(_with_bold_words(sentence, bold))
         elif kind == 2:
             body.addElement(_table(document, [[sentence, ""]]))
         elif kind == 3:
@@ -182,6 +180,17 @@ def file_of(sentences: Sequence[str]) -> bytes:
         else:
             body.addElement(text.P(text=sentence))
     return _saved(document)
+
+
+def _with_bold_words(sentence: str, bold: style.Style) -> text.P:
+    """A paragraph whose first Chinese words (never a piece of an address, a number or code) are bold."""
+    words = _HAN_WORDS.search(sentence)
+    if words is None:
+        return text.P(text=sentence)
+    paragraph = text.P(text=sentence[: words.start()])
+    paragraph.addElement(text.Span(stylename=bold, text=words.group()))
+    paragraph.addText(sentence[words.end() :])
+    return paragraph
 
 
 def _saved(document: opendocument.OpenDocument) -> bytes:
