@@ -22,8 +22,8 @@ metadata element become ``en`` (reading systems pick hyphenation, fonts and the 
 **Kept**: every other entry byte for byte, in the same order and compression (``mimetype`` first and stored; images,
 CSS, fonts, SVG, ``META-INF``); the manifest, spine, ids and hrefs; a document without Chinese is not touched. A
 translated chapter is checked before anything is written: it must parse as XML (no entities) with the source's
-elements in the same order, or ``TranslatorError`` says which and nothing is written. A bare ``&`` or a ``<`` that
-starts no markup in a translation is escaped (the HTML format writes the model's text as it comes).
+elements in the same order, or ``TranslatorError`` says which and nothing is written. The HTML format writes the
+model's text as it comes: a bare ``&`` and a ``<`` that starts none of the source's tags are escaped first.
 
 **Billed** (``characters``): the visible text translated, i.e. the HTML blocks with Chinese (markup characters left
 out) and the labels with Chinese; not the markup, which for XHTML is most of a chapter's characters.
@@ -75,7 +75,11 @@ _MARKUP_CHAR = re.compile(f"[{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]")
 # what the escaping of a translation leaves alone: comments, CDATA, processing instructions, the DOCTYPE
 _VERBATIM = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE[^>\[]*(?:\[.*?\])?\s*>", re.S)
 _BARE_AMPERSAND = re.compile(r"&(?!#[0-9]+;|#[xX][0-9A-Fa-f]+;|[A-Za-z_][\w.-]*;)")
-_BARE_LESS_THAN = re.compile(r"<(?![A-Za-z_:/!?])")
+# a start, end or empty tag (a quoted value may hold what a translation put there); its name is group 1
+_TAG = re.compile(r"""</?([A-Za-z_][\w.:-]*)(?:\s+[^\s<>"'=/]+\s*=\s*(?:"[^"]*"|'[^']*'))*\s*/?>""")
+_TAG_NAME = re.compile(r"</?([A-Za-z_][\w.:-]*)")
+_QUOTED = re.compile(r""""[^"]*"|'[^']*'""")
+LABEL_NAMES = frozenset({"labels", "p"})
 _STANDALONE = re.compile(rb"""^[^>]*?standalone\s*=\s*["'](yes|no)["']""")
 _HTML_START = re.compile(r"<html\b[^>]*>")
 _CHINESE_LANG = re.compile(r"""(\s(?:xml:)?lang\s*=\s*(["']))zh[^"']*(\2)""", re.I)
@@ -90,6 +94,7 @@ class Chapter:
     crlf: bool  # written with CRLF line endings
     codec: str  # utf-8, utf-8-sig (a byte-order mark) or utf-16
     tags: tuple[str, ...]  # its elements' tags in document order (the translation must have the same)
+    names: frozenset[str]  # the tag names its source writes (a "<" in a translation starts one of them, or text)
     characters: int  # the visible text it bills
 
 
@@ -290,7 +295,8 @@ def _read_chapter(package: Package, entry: str, name: str) -> Chapter:
     except UnicodeDecodeError as error:
         raise refusal(KIND, name, f"has a document {entry!r} that is not {codec} ({error})", XML_HINT) from None
     text = decoded.replace("\r\n", "\n")
-    return Chapter(entry, text, "\r\n" in decoded, codec, _tags(root), visible_characters(text))
+    names = frozenset(_TAG_NAME.findall(text))
+    return Chapter(entry, text, "\r\n" in decoded, codec, _tags(root), names, visible_characters(text))
 
 
 def visible_characters(document: str) -> int:
@@ -326,26 +332,44 @@ def labels_document(labels: Sequence[str]) -> str:
 # --- rebuilding ---------------------------------------------------------------------------------------------------
 
 
-def escape_translation(text: str) -> str:
-    """A translation's bare ``&`` and a ``<`` that starts no markup escaped (comments, CDATA, processing
-    instructions and the DOCTYPE as they are): the model's text made XML."""
+def escape_translation(text: str, names: frozenset[str]) -> str:
+    """The model's text in a translated document made XML: a bare ``&`` escaped, and a ``<`` that starts no tag
+    named ``names`` (the source's tag names), so the model's own ``<`` (``1 < 2``, ``<Title>``); in a tag, a
+    quoted value's ``<`` and bare ``&`` (a translated ``alt``). Comments, CDATA, processing instructions and the
+    DOCTYPE stay as they are."""
     out: list[str] = []
     position = 0
     for found in _VERBATIM.finditer(text):
-        out.append(_escape_text(text[position : found.start()]))
+        out.append(_escape_text(text[position : found.start()], names))
         out.append(found.group())
         position = found.end()
-    out.append(_escape_text(text[position:]))
+    out.append(_escape_text(text[position:], names))
     return "".join(out)
 
 
-def _escape_text(text: str) -> str:
-    return _BARE_LESS_THAN.sub("&lt;", _BARE_AMPERSAND.sub("&amp;", text))
+def _escape_text(text: str, names: frozenset[str]) -> str:
+    out: list[str] = []
+    position = 0
+    while (start := text.find("<", position)) >= 0:
+        out.append(_BARE_AMPERSAND.sub("&amp;", text[position:start]))
+        tag = _TAG.match(text, start)
+        if tag is not None and tag.group(1) in names:
+            out.append(_QUOTED.sub(lambda value: _escape_value(value.group()), tag.group()))
+            position = tag.end()
+        else:
+            out.append("&lt;")
+            position = start + 1
+    out.append(_BARE_AMPERSAND.sub("&amp;", text[position:]))
+    return "".join(out)
+
+
+def _escape_value(quoted: str) -> str:
+    return quoted[0] + _BARE_AMPERSAND.sub("&amp;", quoted[1:-1]).replace("<", "&lt;") + quoted[-1]
 
 
 def _chapter_bytes(chapter: Chapter, translation: str) -> bytes:
     """A chapter's translation as the bytes of its entry: escaped, said to be English, checked."""
-    text = escape_translation(translation)
+    text = escape_translation(translation, chapter.names)
     text = _HTML_START.sub(lambda tag: _CHINESE_LANG.sub(r"\1en\3", tag.group()), text, count=1)
     if chapter.crlf:
         text = text.replace("\n", "\r\n")
@@ -365,7 +389,7 @@ def _chapter_bytes(chapter: Chapter, translation: str) -> bytes:
 def _labels_of(translation: str, count: int) -> list[str]:
     """The labels of a translated labels document."""
     try:
-        root = parse_xml(escape_translation(translation).encode("utf-8"), "the translated labels")
+        root = parse_xml(escape_translation(translation, LABEL_NAMES).encode("utf-8"), "the translated labels")
     except ValueError as error:
         raise TranslatorError(f"{error}; nothing was written") from None
     labels = ["".join(paragraph.itertext()) for paragraph in root]

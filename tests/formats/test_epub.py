@@ -241,13 +241,18 @@ def test_a_book_without_chinese_comes_back_as_it_was() -> None:
 
 
 def test_ampersands_and_angle_brackets_the_model_writes_are_escaped() -> None:
-    result = translated(sample_file(), FakeService(lambda block: _HAN_RUN.sub("R&D <3 & 1 < 2", block)))
+    model = "R&D <3 & 1 < 2 <Title> a<b"
+    result = translated(sample_file(), FakeService(lambda block: _HAN_RUN.sub(model, block)))
     for root in chapter_roots(read_book(result))[:3]:
-        assert "R&D <3 & 1 < 2" in "".join(root.itertext())
-    assert [image.get("alt") for image in _xpath(chapter(result, "EPUB/chap_01.xhtml"), "//h:img")] == [
-        "R&D <3 & 1 < 2"
-    ]
-    assert escape_translation("<!-- a & b --><p>x & y < z &amp;</p>") == "<!-- a & b --><p>x &amp; y &lt; z &amp;</p>"
+        assert model in "".join(root.itertext())
+    one = chapter(result, "EPUB/chap_01.xhtml")
+    assert [image.get("alt") for image in _xpath(one, "//h:img")] == [model]
+    assert _xpath(one, "//h:b/text()") == [model]  # the source's own tags stay tags
+    assert epub_samples.ncx_labels(read_book(result))[0] == model
+    names = frozenset({"p", "img"})
+    assert escape_translation('<!-- a & b --><p>x & y < z &amp; <q> <img alt="a<b & c"/></p>', names) == (
+        '<!-- a & b --><p>x &amp; y &lt; z &amp; &lt;q> <img alt="a&lt;b &amp; c"/></p>'
+    )
 
 
 def test_a_translation_that_breaks_a_chapter_is_refused_not_written() -> None:
