@@ -4,7 +4,7 @@ and an independent reading of what a translation must keep (odfpy again, never t
 ``sample_file()`` holds the awkward cases ``handler.formats.opendocument_text`` treats: a heading, a sentence with
 a bold span inside it, a span split inside a word (翻<span>译</span>), a link with a bold span inside it, runs of
 spaces, a tab and a line break, a bookmark and a date field, a table with an empty cell, a list, a footnote, a
-frame with an image and a text box, a header, and paragraphs without Chinese.
+frame with an image and a text box, an annotation (a comment), a header, and paragraphs without Chinese.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import zipfile
 from collections import Counter
 from collections.abc import Sequence
 
-from odf import draw, opendocument, style, table, teletype, text
+from odf import dc, draw, office, opendocument, style, table, teletype, text
 from odf.element import Element, Node
 
 from tests.formats.inspection import Inspection
@@ -31,6 +31,7 @@ SPLIT_WORD = ("机器翻", "译", "的质量越来越好。")  # 译 is a span o
 SPACED = "第一项  第二项"  # two spaces: a text:s
 UNTOUCHED = ("Version 2.1 (2024-05-01)", "https://example.com/docs")
 HEADER = "公司内部文件"
+REVIEWER = "审阅者"  # an annotation's author: kept
 PICTURE = tiny_png()
 _HAN_WORDS = re.compile(r"[\u4e00-\u9fff]{2,4}")
 
@@ -53,6 +54,7 @@ _COUNTED = {
     "frame": "frames",
     "image": "images",
     "text-box": "text boxes",
+    "annotation": "annotations",
 }
 # inside a paragraph: elements whose text is not the paragraph's own (their paragraphs are texts of their own) or
 # that the editor computes
@@ -152,6 +154,12 @@ def sample_file() -> bytes:
     box_frame.addElement(box)
     boxed.addElement(box_frame)
     body.addElement(boxed)
+    reviewed = text.P(text="请审阅这一段。")
+    comment = office.Annotation()
+    comment.addElement(dc.Creator(text=REVIEWER))
+    comment.addElement(text.P(text="这里需要修改。"))
+    reviewed.addElement(comment)
+    body.addElement(reviewed)
     for line in UNTOUCHED:
         body.addElement(text.P(text=line))
     return _saved(document)

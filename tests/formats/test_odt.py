@@ -54,6 +54,8 @@ SAMPLE_LINES = [
     "数据来源于二零二三年的调查。",
     "下图显示了结果：",
     "文本框里的说明文字。",
+    "请审阅这一段。",  # the annotation after the last text stays in place, never sent
+    "这里需要修改。",
     "公司内部文件",
 ]
 # invented English for the awkward lines, markup characters where the English words go
@@ -239,6 +241,14 @@ def test_the_frame_image_and_text_box_are_kept_and_the_box_translated() -> None:
     assert "word10" in [samples.own_text(p) for p in samples.paragraphs(out)]  # the text box's paragraph
 
 
+def test_the_annotation_keeps_its_author_and_its_own_translated_paragraph() -> None:
+    out = translated(samples.sample_file(), lambda line: "Please review this." if "审阅" in line else english(line))
+    paragraph = paragraph_with(out, "Please review this.")
+    assert children(paragraph) == ["Please review this.", "annotation"]
+    comment = paragraph.childNodes[1]
+    assert [str(node) for node in comment.childNodes] == [samples.REVIEWER, "word7"]  # dc:creator, then its text:p
+
+
 def test_voids_and_links_the_translation_dropped_are_appended_never_lost() -> None:
     lossy = {**ENGLISH, SPACED_LINE: "Item one item two item three item four, date:", LINK_LINE: "See our website."}
     out = translated(samples.sample_file(), lambda line: lossy.get(line) or english(line))
@@ -289,12 +299,8 @@ def test_paragraphs_in_tracked_deletions_are_kept_as_they_are() -> None:
         "</text:changed-region></text:tracked-changes>"
     )
 
-    def add(xml: str) -> str:
-        xml = xml.replace("<office:text>", f"<office:text>{deletion}")
-        dc = 'xmlns:dc="http://purl.org/dc/elements/1.1/" '
-        return xml.replace("<office:document-content ", f"<office:document-content {dc}")
-
-    source = with_content(samples.sample_file(), add)
+    source = with_content(samples.sample_file(), lambda xml: xml.replace("<office:text>", f"<office:text>{deletion}"))
+    assert b'xmlns:dc="http://purl.org/dc/elements/1.1/"' in entries(source)["content.xml"]  # the annotation's
     document = read_odt_file(source)
     assert document.lines == SAMPLE_LINES
     out = document.rebuild([english(line) for line in document.lines])
@@ -384,7 +390,7 @@ def test_whatever_the_translation_does_with_the_markup_the_structure_is_kept(see
 
 
 def test_a_wrong_number_of_translated_lines_is_an_error() -> None:
-    with pytest.raises(TranslatorError, match="has 2 paragraphs, not 16"):
+    with pytest.raises(TranslatorError, match="has 2 paragraphs, not 18"):
         read_odt_file(samples.sample_file(), name="report.odt").rebuild(["a", "b"])
 
 
