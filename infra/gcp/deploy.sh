@@ -3,11 +3,11 @@
 # `make deploy-gcp`) from a staged source folder, or as Cloud Run services (PLATFORM=run, `make deploy-cloudrun`)
 # from the Dockerfile's cloudrun image; either way the same three entry points, triggers and retries:
 #   - $FUNCTION_NAME        HTTP trigger: POST /translate, GET /, GET /healthz (entry point translate_http)
-#   - $FUNCTION_NAME-files  Cloud Storage "finalized" trigger on $INPUT_BUCKET: every uploaded text file is
-#                           translated into $OUTPUT_BUCKET (entry point translate_storage_event), a .docx as a
-#                           Word document; a .txt, .srt, .vtt or .docx file over TRANSLATE_PART_CHARS characters
-#                           is split into parts under TRANSLATE_WORK_PREFIX
-#                           in $OUTPUT_BUCKET instead
+#   - $FUNCTION_NAME-files  Cloud Storage "finalized" trigger on $INPUT_BUCKET: every uploaded file is
+#                           translated in its format (handler.formats: by suffix, plain text for any other)
+#                           into $OUTPUT_BUCKET (entry point translate_storage_event); a file over
+#                           TRANSLATE_PART_CHARS characters (any format but HTML and Markdown) is split into
+#                           parts under TRANSLATE_WORK_PREFIX in $OUTPUT_BUCKET instead
 #   - $FUNCTION_NAME-parts  Cloud Storage "finalized" trigger on $OUTPUT_BUCKET, with retries: translates those
 #                           parts concurrently and assembles the output once (entry point translate_part_event)
 # On Cloud Run the three are services of one image (FUNCTION_TARGET chooses the entry point) and the two event ones

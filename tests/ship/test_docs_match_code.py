@@ -194,6 +194,7 @@ def test_a_planted_permission_or_trigger_is_caught() -> None:
     planted = page.replace("| `ListOwnOutput` | `s3:ListBucket` |", "| `ListOwnOutput` | `s3:DeleteObject` |")
     assert documented_aws_statements(planted) != aws_statements(_function())
     planted = page.replace("| `DocxUploaded` | `InputBucket` | suffix `.docx` |\n", "")
+    assert planted != page
     assert documented_aws_triggers(planted) != aws_triggers(_function())
 
 

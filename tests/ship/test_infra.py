@@ -16,6 +16,7 @@ import yaml
 
 from handler import config as runtime_config
 from handler.config import RuntimeConfig
+from handler.formats import FILE_SUFFIXES
 from tests.ship.deploy_stand_ins import DeployBench
 from tests.ship.dockerfile_model import REPO_ROOT, Dockerfile
 
@@ -93,16 +94,16 @@ def test_https_endpoint_auth_is_a_parameter_defaulting_to_iam(
 
 
 def test_uploads_to_the_input_bucket_trigger_the_function(template: dict[str, Any], function: dict[str, Any]) -> None:
+    # one S3 event per suffix the runtime translates, named after it, and the fan-out's parts
     events = function["Properties"]["Events"]
-    assert [e["Type"] for e in events.values()] == ["S3"] * 7
-    names = ("FileUploaded", "HtmlUploaded", "MarkdownUploaded", "SrtUploaded", "VttUploaded", "DocxUploaded")
-    uploads = {name: events[name]["Properties"] for name in names}
-    for s3 in uploads.values():
+    assert [e["Type"] for e in events.values()] == ["S3"] * (len(FILE_SUFFIXES) + 1)
+    names = {f"{suffix[1:].capitalize()}Uploaded": suffix for suffix in FILE_SUFFIXES}
+    assert set(events) == {*names, "PartCreated"}
+    for name, suffix in names.items():
+        s3 = events[name]["Properties"]
         assert s3["Bucket"] == {"Ref": "InputBucket"}
         assert s3["Events"] == "s3:ObjectCreated:*"
-    suffixes = [s3["Filter"]["S3Key"]["Rules"] for s3 in uploads.values()]
-    expected = (".txt", ".html", ".md", ".srt", ".vtt", ".docx")
-    assert suffixes == [[{"Name": "suffix", "Value": suffix}] for suffix in expected]
+        assert s3["Filter"]["S3Key"]["Rules"] == [{"Name": "suffix", "Value": suffix}]
     buckets = template["Resources"]
     assert buckets["InputBucket"]["Properties"]["BucketName"] == {"Ref": "InputBucketName"}
     assert buckets["OutputBucket"]["Properties"]["BucketName"] == {"Ref": "OutputBucketName"}
