@@ -314,7 +314,7 @@ def read_workbook(data: bytes, name: str = "the file") -> RunsPackage:
         _namespace(part.root, part.entry, name, (THREADED,))
 
     table = strings[0] if strings else None
-    items = [] if table is None else list(table.root.iter(f"{{{etree.QName(table.root).namespace}}}si"))
+    items = [] if table is None else table.root.findall(f"{{{etree.QName(table.root).namespace}}}si")
     headers = {sheet.entry: reader.table_headers(sheet.entry) for sheet in sheets}
     for index in _text_cell_strings(sheets, headers, len(items), name):
         assert table is not None  # a text cell names a string of the table (checked above)
