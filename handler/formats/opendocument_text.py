@@ -76,6 +76,7 @@ _P, _H, _SPAN, _A, _S = (f"{{{TEXT}}}{name}" for name in ("p", "h", "span", "a",
 _SPACES = f"{{{TEXT}}}c"
 _CONTAINERS = frozenset({_SPAN, _A})  # paragraph descendants whose text is part of the sentence
 _DROPPED = frozenset({f"{{{TEXT}}}soft-page-break"})
+_SPACING = frozenset({f"{{{TEXT}}}tab", f"{{{TEXT}}}line-break"})  # voids the English's spaces should not touch
 _MAX_SPACES = 1_000  # a text:s of more spaces is kept as an element (a void), not expanded into the line
 # what a translated part must still have, in the same numbers (``structure_of``)
 _FIELDS = (
@@ -231,6 +232,7 @@ class _Unit:
     closings: dict[str, etree._Element]
     voids: dict[str, list[_Void]]  # void character -> its pieces
     space: tuple[str, str]  # whitespace around the line's text
+    tight: dict[str, tuple[bool, bool]]  # tab and line-break voids: no space before, after them (``_tight``)
 
 
 def _unit(paragraph: etree._Element, items: list[_Item], name: str) -> _Unit | None:
@@ -283,7 +285,21 @@ def _unit(paragraph: etree._Element, items: list[_Item], name: str) -> _Unit | N
     start = text.find(core)
     closings = {char: container for container, char in closing_of.items()}
     space = (text[:start], text[start + len(core) :])
-    return _Unit(paragraph, core, items[:first], items[last + 1 :], base, openings, closings, voids, space)
+    return _Unit(
+        paragraph, core, items[:first], items[last + 1 :], base, openings, closings, voids, space, _tight(core, voids)
+    )
+
+
+def _tight(line: str, voids: dict[str, list[_Void]]) -> dict[str, tuple[bool, bool]]:
+    """The voids that are only tabs and line breaks, each with whether the source line has no space before it and
+    after it: the English's spaces there are taken out (a line should not start with a space after a line break,
+    nor a tab stop move)."""
+    found = {}
+    for char, group in voids.items():
+        if all(piece.element is not None and piece.element.tag in _SPACING for piece in group):
+            at = line.index(char)
+            found[char] = (line[at - 1 : at] != " ", line[at + 1 : at + 2] != " ")
+    return found
 
 
 # --- rebuilding a paragraph --------------------------------------------------------------------------------------
@@ -293,7 +309,7 @@ _Piece = tuple[Chain, "etree._Element | str"]
 
 def _rebuild_paragraph(unit: _Unit, english: str) -> None:
     """Replace the paragraph's content with what ``english`` (the unit's line translated) says."""
-    english = unit.space[0] + english.strip() + unit.space[1]
+    english = unit.space[0] + _tightened(english.strip(), unit.tight) + unit.space[1]
     pieces: list[_Piece] = [(item.chain, _payload(item)) for item in unit.lead]
     pieces.append((unit.base, ""))  # the containers around the line's text, even if its English is empty
     stack: list[etree._Element] = []
@@ -328,6 +344,15 @@ def _rebuild_paragraph(unit: _Unit, english: str) -> None:
             pieces.append(((*unit.base, container), ""))
     pieces.extend((item.chain, _payload(item)) for item in unit.trail)
     _write_paragraph(unit.paragraph, pieces)
+
+
+def _tightened(english: str, tight: dict[str, tuple[bool, bool]]) -> str:
+    for char, (before, after) in tight.items():
+        at = english.find(char)
+        if at >= 0:
+            head, tail = english[:at], english[at + 1 :]
+            english = (head.rstrip(" ") if before else head) + char + (tail.lstrip(" ") if after else tail)
+    return english
 
 
 def _payload(item: _Item) -> etree._Element | str:
