@@ -151,6 +151,9 @@ _UNIT_GAP = re.compile(r"[ \t\u00a0]*(?:[/&+,:-][ \t\u00a0]*)?")
 
 PLACEHOLDER_PREFIX = "X"
 _PLACEHOLDER = re.compile(rf"(?<![A-Za-z0-9_]){PLACEHOLDER_PREFIX}(\d+)(?![0-9])")
+# placeholders side by side ("X1X2": units with nothing between them, such as markup around a word) are one run
+_PLACEHOLDER_RUN = re.compile(rf"(?<![A-Za-z0-9_])(?:{PLACEHOLDER_PREFIX}\d+)+")
+_ONE_PLACEHOLDER = re.compile(rf"{PLACEHOLDER_PREFIX}(\d+)")
 
 # CJK punctuation between units in a stitched translation
 _ASCII_PUNCTUATION = str.maketrans(
@@ -413,6 +416,15 @@ def placeholder(number: int) -> str:
     return f"{PLACEHOLDER_PREFIX}{number}"
 
 
+def placeholders_in(text: str) -> list[tuple[int, int, int]]:
+    """``(start, end, number)`` of every placeholder in ``text``, those side by side in a run too ("X1X2")."""
+    found = []
+    for run in _PLACEHOLDER_RUN.finditer(text):
+        for one in _ONE_PLACEHOLDER.finditer(run.group()):
+            found.append((run.start() + one.start(), run.start() + one.end(), int(one.group(1))))
+    return found
+
+
 def contains_placeholder(text: str) -> bool:
     """Whether ``text`` holds something shaped like a placeholder (the fidelity report's leak check)."""
     return _PLACEHOLDER.search(text) is not None
@@ -517,8 +529,8 @@ def restore(plan: Protected, output: str, units: Sequence[Unit] | None = None) -
     came back exactly once, no unknown one appeared and the markup units kept their order. ``units`` are the
     units that had placeholders (default: all of the plan's)."""
     units = plan.units if units is None else units
-    found = [(match, int(match.group(1))) for match in _PLACEHOLDER.finditer(output)]
-    numbers = [number for _, number in found]
+    found = placeholders_in(output)
+    numbers = [number for _, _, number in found]
     if sorted(numbers) != list(range(1, len(units) + 1)):
         return None
     markup_order = [number for number in numbers if units[number - 1].is_markup]
@@ -527,16 +539,16 @@ def restore(plan: Protected, output: str, units: Sequence[Unit] | None = None) -
     parts: list[str] = []
     position = 0
     previous: Unit | None = None
-    for match, number in found:
+    for start, end, number in found:
         unit = units[number - 1]
-        before = output[position : match.start()]
+        before = output[position:start]
         if previous is not None and previous.glue_right:
             before = before.lstrip()
         if unit.glue_left:
             before = before.rstrip()
         parts.append(before)
         parts.append(_at_start(unit) if not "".join(parts).strip() else unit.target)
-        position = match.end()
+        position = end
         previous = unit
     tail = output[position:]
     parts.append(tail.lstrip() if previous is not None and previous.glue_right else tail)

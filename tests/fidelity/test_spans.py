@@ -17,6 +17,7 @@ from handler.text.spans import (
     contains_placeholder,
     find_spans,
     protect,
+    restore,
     translate_protected,
 )
 
@@ -266,3 +267,13 @@ def test_each_new_class_comes_through_stitching_with_a_model_that_keeps_nothing(
     for text in expected:
         assert text in result.text
     assert not contains_placeholder(result.text)
+
+
+def test_placeholders_side_by_side_are_each_counted() -> None:
+    # GIVEN markup around a word, so that the model input holds two placeholders with nothing between them
+    plan = protect('代码 \U000f0000print("你好")\U000f8000 在这里。')
+    assert plan.model_input == '代码 X1X2("你好")X3 在这里。'
+    # WHEN the output repeats one of them inside a run THEN it is not accepted (that "X2" would reach the user)
+    assert restore(plan, 'The X1X2 ("X2 is the") X3 here.') is None
+    # AND a run that comes back as it went is restored placeholder by placeholder
+    assert restore(plan, 'The code X1X2("hello")X3 is here.') == 'The code \U000f0000print("hello")\U000f8000 is here.'
