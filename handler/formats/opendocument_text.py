@@ -30,9 +30,9 @@ styles) and ``text:a`` (links), between elements. One paragraph is one line for 
   space; leading space of a paragraph is ignored); ``text:soft-page-break`` (a layout cache the editor recomputes)
   is dropped from translated paragraphs.
 
-``OdtFile.rebuild`` rebuilds each unit from its English: the text between a pair goes into a copy of its element
-(same attributes), nested as the English nests the pairs; a void's elements go where its character is; a void the
-translation dropped is appended at the end of the paragraph and a link whose pair was dropped is appended empty
+``rebuild`` (``handler.formats.runs.RunsPackage``, which counts each part's structure before and after) rebuilds
+each unit from its English: the text between a pair goes into a copy of its element (same attributes), nested as
+the English nests the pairs; a void's elements go where its character is; a void the translation dropped is appended at the end of the paragraph and a link whose pair was dropped is appended empty
 (never lost); runs of spaces are written as ODF needs (``text:s text:c``), and the spaces the English puts around
 a tab or a line break where the source had none are taken out. Paragraphs without Chinese are not touched, and
 every entry of the package but the translated parts is copied byte for byte (``mimetype`` first and stored).
@@ -47,23 +47,20 @@ objects (``Object 1/``), drawings' titles and descriptions, the document's metad
 from __future__ import annotations
 
 import re
-import zipfile
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from lxml import etree
 
-from handler.errors import InvalidRequestError, TranslatorError
+from handler.errors import InvalidRequestError
 from handler.formats.packages import (
     Package,
     has_declaration,
     open_package,
     parse_xml,
     refusal,
-    serialize,
-    write_package,
 )
+from handler.formats.runs import RunsPackage, XmlPart, count_elements
 from handler.text.segmentation import LINE_BREAKS
 from handler.text.spans import MARKUP_CLOSE, MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE, has_chinese
 
@@ -234,6 +231,9 @@ class _Unit:
     voids: dict[str, list[_Void]]  # void character -> its pieces
     space: tuple[str, str]  # whitespace around the line's text
     tight: dict[str, tuple[bool, bool]]  # tab and line-break voids: no space before, after them (``_tight``)
+
+    def rebuild(self, english: str) -> None:
+        _rebuild_paragraph(self, english)
 
 
 def _unit(paragraph: etree._Element, items: list[_Item], name: str) -> _Unit | None:
@@ -423,77 +423,10 @@ def _write_paragraph(paragraph: etree._Element, pieces: list[_Piece]) -> None:
 # --- the document ------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _TextPart:
-    entry: str  # the zip entry's name
-    root: etree._Element
-    declaration: bool
-    units: list[_Unit] = field(default_factory=list)
-
-
-@dataclass
-class OdtFile:
-    """An ``.odt`` read for translation: its units' lines, and ``rebuild`` to put their translations back."""
-
-    name: str
-    data: bytes
-    entries: list[zipfile.ZipInfo]
-    parts: list[_TextPart]
-    _rebuilt: bool = False
-
-    @property
-    def units(self) -> list[_Unit]:
-        return [unit for part in self.parts for unit in part.units]
-
-    @property
-    def lines(self) -> list[str]:
-        """The text to translate: one paragraph a line (formatting and void elements as markup characters)."""
-        return [unit.line for unit in self.units]
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
-    @property
-    def characters(self) -> int:
-        return sum(len(line) for line in self.lines)
-
-    def rebuild(self, translations: Sequence[str]) -> bytes:
-        """The ``.odt`` with each unit rebuilt from its translation (once per ``OdtFile``)."""
-        units = self.units
-        if len(translations) != len(units):
-            raise TranslatorError(
-                f"the translation of {self.name} has {len(translations)} paragraphs, not {len(units)}"
-            )
-        if self._rebuilt:
-            raise RuntimeError("an OdtFile is rebuilt once; read the document again")
-        self._rebuilt = True
-        before = {part.entry: structure_of(part.root) for part in self.parts if part.units}
-        for unit, english in zip(units, translations, strict=True):
-            _rebuild_paragraph(unit, english)
-        changed: dict[str, bytes] = {}
-        for part in self.parts:
-            if not part.units:
-                continue
-            after = structure_of(part.root)
-            if after != before[part.entry]:
-                raise TranslatorError(
-                    f"translating {self.name} changed the structure of {part.entry}: {before[part.entry]} became "
-                    f"{after}; nothing was written"
-                )
-            changed[part.entry] = serialize(part.root, declaration=part.declaration)
-        return write_package(self.data, self.entries, changed)
-
-
 def structure_of(root: etree._Element) -> dict[str, int]:
     """How many of each counted element (``COUNTED``: paragraphs, tables, cells, frames, notes, links, bookmarks,
     fields...) a part holds: what a faithful translation keeps."""
-    found: Counter[str] = Counter()
-    for element in root.iter():
-        name = COUNTED.get(element.tag) if isinstance(element.tag, str) else None
-        if name is not None:
-            found[name] += 1
-    return dict(sorted(found.items()))
+    return count_elements(root, COUNTED)
 
 
 _KIND = "text document in OpenDocument format (.odt)"
@@ -509,12 +442,12 @@ def _refuse(name: str, reason: str) -> InvalidRequestError:
     return refusal(_KIND, name, reason, _HINT)
 
 
-def read_odt_file(data: bytes, *, name: str = "the file") -> OdtFile:
+def read_odt_file(data: bytes, *, name: str = "the file") -> RunsPackage:
     """``data`` read for translation; ``InvalidRequestError`` ("not a text document in OpenDocument format (.odt):
     ...") if it is not one (the limits of ``handler.formats.packages``: unpacked size, entries, no entities)."""
     package = open_package(data, name, _KIND, _HINT)
     _check_package(package, name)
-    parts: list[_TextPart] = []
+    parts: list[XmlPart] = []
     for entry, scope_tag in _SCOPES.items():
         if entry not in package.names:
             if entry == "content.xml":
@@ -527,11 +460,11 @@ def read_odt_file(data: bytes, *, name: str = "the file") -> OdtFile:
             raise _refuse(name, f"has a damaged part: {error}") from None
         if entry == "content.xml" and root.find(f"{{{OFFICE}}}body/{{{OFFICE}}}text") is None:
             raise _refuse(name, "has a content.xml without a text body (office:body/office:text)")
-        part = _TextPart(entry, root, has_declaration(raw))
+        part = XmlPart(entry, root, has_declaration(raw))
         for scope in root.iter(scope_tag):
             part.units.extend(_units_of(scope, name))
         parts.append(part)
-    return OdtFile(name, package.data, list(package.entries), parts)
+    return RunsPackage(name, package.data, list(package.entries), parts, structure_of)
 
 
 def _check_package(package: Package, name: str) -> None:
