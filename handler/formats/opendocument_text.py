@@ -31,14 +31,14 @@ styles) and ``text:a`` (links), between elements. One paragraph is one line for 
   is dropped from translated paragraphs.
 
 ``rebuild`` (``handler.formats.runs.RunsPackage``, which counts each part's structure before and after) rebuilds
-each unit from its English: the text between a pair goes into a copy of its element (same attributes), nested as
-the English nests the pairs; a void's elements go where its character is; a void the translation dropped is appended at the end of the paragraph and a link whose pair was dropped is appended empty
-(never lost); runs of spaces are written as ODF needs (``text:s text:c``), and the spaces the English puts around
-a tab or a line break where the source had none are taken out. Paragraphs without Chinese are not touched, and
-every entry of the package but the translated parts is copied byte for byte (``mimetype`` first and stored).
-Before anything is returned each translated part is checked: its paragraphs, headings, lists, tables, rows, cells,
-frames, images, text boxes, notes, annotations, links, bookmarks, reference marks, fields, tabs and line breaks are
-as many as the source's.
+each unit from its English: the text between a pair goes into a copy of its element (same attributes), nested as the
+English nests the pairs; a void's elements go where its character is; a void the translation dropped is appended at
+the end of the paragraph and a link whose pair was dropped is appended empty (never lost); runs of spaces are
+written as ODF needs (``text:s text:c``), and the spaces the English puts around a tab or a line break where the
+source had none are taken out. Paragraphs without Chinese are not touched, and every entry of the package but the
+translated parts is copied byte for byte (``mimetype`` first and stored). Before anything is returned each
+translated part is checked: its paragraphs, headings, lists, tables, rows, cells, frames, images, text boxes, notes,
+annotations, links, bookmarks, reference marks, fields, tabs and line breaks are as many as the source's.
 
 Not translated (kept as they are): text inside fields (the editor recomputes them), ruby text, charts and embedded
 objects (``Object 1/``), drawings' titles and descriptions, the document's metadata.
