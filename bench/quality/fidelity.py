@@ -19,6 +19,11 @@ On the fidelity set (``tests/fixtures/fidelity.jsonl``, ``bench/quality/fidelity
   headers, footers and footnotes counted on both sides; the share of bold stretches whose English is bold (a
   non-empty bold run in the same paragraph); text nodes with Chinese left;
 
+* **file formats** (a row per format with a samples module in ``tests/formats``: PowerPoint, Excel, XLIFF, gettext,
+  OpenDocument, EPUB; ``bench.quality.format_fidelity``): the fidelity set's sentences with spans written into one
+  file each, translated as an upload is, read back with the user's library: structure kept, texts, texts with
+  Chinese left, spans kept;
+
 "before" is today's raw pipeline (no protection, plain text, the 3-gram repetition guard); "after" is the
 default pipeline (protection on, the item's format, the default guard: no 4-gram twice, no stretch repeated at
 once). With ``--dev`` it also scores the
