@@ -101,6 +101,12 @@ def sample_file() -> bytes:
     return str(sample_catalogue()).encode("utf-8")
 
 
+def damaged_file() -> bytes:
+    """The sample with a line that is no part of a catalogue (half a catalogue cut between entries is a valid
+    catalogue, so the cross-path tests' damaged file is this one)."""
+    return sample_file() + b"\nthis line is not gettext\n"
+
+
 def file_of(sentences: Sequence[str]) -> bytes:
     """A catalogue of these Chinese sentences as msgids: references on every entry, a context on every 5th, a
     plural entry every 7th, a Python placeholder and its flag every 6th (a repeated sentence gets a context of its
