@@ -1,5 +1,6 @@
-"""EPUB e-books (``.epub``, EPUB 2 and 3): the chapters translated through the HTML format, the navigation and the
-title with them, the package kept valid; binary, never decoded.
+"""EPUB e-books (``.epub``, EPUB 2 and 3), read and rebuilt: the chapters translated through the HTML format, the
+navigation and the title with them, the package kept valid; binary, never decoded. The format itself is
+``handler.formats.epub``, which imports this module on the first ``.epub``.
 
 An EPUB is a zip (``handler.formats.packages``: its limits, and every XML part read without entities). Its
 ``META-INF/container.xml`` names the package document (``.opf``), whose manifest lists the book's files and whose
@@ -38,22 +39,17 @@ from __future__ import annotations
 import html
 import posixpath
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import unquote
 
 from lxml import etree
 
 from handler.errors import TranslatorError
-from handler.formats.base import FileTranslator, SourceFile
+from handler.formats.epub import EPUB_CONTENT_TYPE, SEPARATOR
 from handler.formats.packages import Package, has_declaration, open_package, parse_xml, refusal, write_package
 from handler.text.markup import parse_markup
-from handler.text.parts import Part, plan_parts_at
 from handler.text.spans import MARKUP_LIMIT, MARKUP_OPEN, has_chinese
-
-EPUB_ENCODING = "EPUB .epub (binary)"  # the source-encoding description of an .epub
-EPUB_CONTENT_TYPE = "application/epub+zip"
-SEPARATOR = "\x1e"  # between the documents of ``text``: XML 1.0 forbids it, so no document holds it
 
 KIND = "valid EPUB e-book"
 HINT = "send an EPUB 2 or 3 book: a zip archive whose META-INF/container.xml names its package document (.opf)"
@@ -429,63 +425,4 @@ def _xml_bytes(root: etree._Element, source: bytes) -> bytes:
     return bytes(etree.tostring(tree, encoding="UTF-8", xml_declaration=True, standalone=standalone))
 
 
-# --- the format ---------------------------------------------------------------------------------------------------
-
-
-class Epub:
-    """EPUB on the ``FileFormat`` interface: read into an ``EpubBook``, documents translated as HTML one by one,
-    cut only between documents, joined by reading the source again."""
-
-    name = "epub"
-    suffixes = (".epub",)
-    content_type = EPUB_CONTENT_TYPE
-    service_format = None
-    binary = True
-    joins_from_source = True
-
-    def read(self, data: bytes, name: str, encoding: str | None = None) -> SourceFile:
-        """An EPUB says its own encoding: ``encoding`` is not needed and not used."""
-        book = read_epub(data, name)
-        return SourceFile(name, data, book.text, EPUB_ENCODING, book.characters, book)
-
-    def translate(self, file: SourceFile, translator: FileTranslator) -> bytes:
-        book = file.parsed if isinstance(file.parsed, EpubBook) else read_epub(file.data, file.name)
-        text = book.text
-        return book.rebuild(self.translate_part(text, 0, translator).split(SEPARATOR) if text else [])
-
-    def cut(self, text: str, max_chars: int, name: str) -> tuple[str, list[Part]] | None:
-        return plan_parts_at(text, max_chars, [(found.start(), found.end()) for found in re.finditer(SEPARATOR, text)])
-
-    def translate_part(self, text: str, index: int, translator: FileTranslator) -> str:
-        """Each document of the part translated as HTML on its own (a book's markup is over what one document's
-        markup characters number), progress reported over the part in the characters it bills."""
-        documents = text.split(SEPARATOR)
-        sizes = [visible_characters(document) for document in documents] if translator.progress else []
-        out: list[str] = []
-        for index, document in enumerate(documents):
-            document_translator = translator
-            if sizes:
-                document_translator = _documents_translator(translator, sum(sizes[:index]), sizes[index], sum(sizes))
-            out.append(document_translator.text(document, "html"))
-        return SEPARATOR.join(out)
-
-    def join(self, translation: str, source: Callable[[], bytes], name: str) -> bytes:
-        book = read_epub(source(), name)
-        return book.rebuild(translation.split(SEPARATOR) if book.text else [])
-
-
-def _documents_translator(translator: FileTranslator, before: int, size: int, total: int) -> FileTranslator:
-    """``translator`` for one document of ``size`` characters after ``before`` of ``total``: its progress reported
-    as the part's."""
-    progress = translator.progress
-    assert progress is not None
-
-    def report(done: int, of: int) -> None:
-        progress(before + (size * done // of if of else size), total)
-
-    return replace(translator, progress=report)
-
-
-EPUB = Epub()
-
-__all__ = ["EPUB", "EPUB_CONTENT_TYPE", "EPUB_ENCODING", "Epub", "EpubBook", "read_epub"]
+__all__ = ["EpubBook", "escape_translation", "read_epub", "visible_characters"]

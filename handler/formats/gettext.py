@@ -56,14 +56,16 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import polib
+from typing import TYPE_CHECKING
 
 from handler.errors import InvalidRequestError, TranslatorError
 from handler.formats.base import SourceFile, UnitsFile, UnitsFormat
 from handler.formats.encodings import decode_text
 from handler.text.segmentation import LINE_BREAKS
 from handler.text.spans import MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE, has_chinese
+
+if TYPE_CHECKING:  # polib is imported on the first catalogue, so that a cold start that never sees one skips it
+    import polib
 
 PO_ENCODING = "gettext .po catalogue"  # the source-encoding description's stem (the charset read is added)
 PO_CONTENT_TYPE = "text/x-gettext-translation; charset=utf-8"
@@ -372,6 +374,8 @@ def read_po_file(data: bytes, *, name: str = "the file") -> PoFile:
     # has a msgid line and a msgstr line at least)
     if "\n" not in text.strip() or os.path.isfile(text):
         raise _refuse(name, "holds no msgid and msgstr lines")
+    import polib
+
     try:
         catalogue = polib.pofile(text, encoding="utf-8", wrapwidth=WRAP_WIDTH)
     except (OSError, ValueError, KeyError, IndexError) as error:

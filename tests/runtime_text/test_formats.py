@@ -123,3 +123,21 @@ def test_a_new_format_is_taken_by_every_path_with_no_other_edit(registered: Shou
     assert isinstance(translated.source, SourceFile) and translated.source.characters == len("loud\n\nquiet")
     text = "\n\n".join(["word " * 300] * 4)
     assert translate_in_parts(service, text, 1_000, "shout") == text.upper()  # type: ignore[arg-type]
+
+
+def test_a_cold_start_loads_no_reader_of_a_binary_or_xml_format() -> None:
+    # the formats' readers, lxml, polib and python-docx are imported on a format's first file, never at start
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, handler.formats\n"
+        "heavy = ('lxml', 'polib', 'docx')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith('handler.formats.')\n"
+        "             and m.rsplit('.', 1)[1] in ('packages', 'runs', 'word', 'presentation', 'workbook',\n"
+        "                                         'opendocument_text', 'epub_book')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, check=True, timeout=120, cwd=Path(__file__).parents[2]
+    )
+    assert done.stdout.strip() == b"[]", done.stdout
