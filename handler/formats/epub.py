@@ -12,9 +12,8 @@ from dataclasses import replace
 from handler.formats.base import FileTranslator, SourceFile
 from handler.text.parts import Part, plan_parts_at
 
-EPUB_CONTENT_TYPE = "application/epub+zip"
+EPUB_CONTENT_TYPE = "application/epub+zip"  # the package's own mimetype (``epub_book.MIMETYPE``)
 EPUB_ENCODING = "EPUB .epub (binary)"  # the source-encoding description of an .epub
-SEPARATOR = "\x1e"  # between the documents of a book's ``text``: XML 1.0 forbids it, so no document holds it
 
 
 class Epub:
@@ -36,20 +35,22 @@ class Epub:
         return SourceFile(name, data, book.text, EPUB_ENCODING, book.characters, book)
 
     def translate(self, file: SourceFile, translator: FileTranslator) -> bytes:
-        from handler.formats.epub_book import EpubBook, read_epub
+        from handler.formats.epub_book import SEPARATOR, EpubBook, read_epub
 
         book = file.parsed if isinstance(file.parsed, EpubBook) else read_epub(file.data, file.name)
         text = book.text
         return book.rebuild(self.translate_part(text, 0, translator).split(SEPARATOR) if text else [])
 
     def cut(self, text: str, max_chars: int, name: str) -> tuple[str, list[Part]] | None:
+        from handler.formats.epub_book import SEPARATOR
+
         cuts = [(at, at + 1) for at, char in enumerate(text) if char == SEPARATOR]
         return plan_parts_at(text, max_chars, cuts)
 
     def translate_part(self, text: str, index: int, translator: FileTranslator) -> str:
         """Each document of the part translated as HTML on its own (a book's markup is over what one document's
         markup characters number), progress reported over the part in the characters it bills."""
-        from handler.formats.epub_book import visible_characters
+        from handler.formats.epub_book import SEPARATOR, visible_characters
 
         documents = text.split(SEPARATOR)
         sizes = [visible_characters(document) for document in documents] if translator.progress else []
@@ -62,7 +63,7 @@ class Epub:
         return SEPARATOR.join(out)
 
     def join(self, translation: str, source: Callable[[], bytes], name: str) -> bytes:
-        from handler.formats.epub_book import read_epub
+        from handler.formats.epub_book import SEPARATOR, read_epub
 
         book = read_epub(source(), name)
         return book.rebuild(translation.split(SEPARATOR) if book.text else [])

@@ -46,11 +46,12 @@ from urllib.parse import unquote
 from lxml import etree
 
 from handler.errors import TranslatorError
-from handler.formats.epub import EPUB_CONTENT_TYPE, SEPARATOR
 from handler.formats.packages import Package, has_declaration, open_package, parse_xml, refusal, write_package
 from handler.text.markup import parse_markup
 from handler.text.spans import MARKUP_LIMIT, MARKUP_OPEN, has_chinese
 
+MIMETYPE = "application/epub+zip"  # what an EPUB's first entry, mimetype, says (and its content type)
+SEPARATOR = "\x1e"  # between the documents of a book's ``text``: XML 1.0 forbids it, so no document holds it
 KIND = "valid EPUB e-book"
 HINT = "send an EPUB 2 or 3 book: a zip archive whose META-INF/container.xml names its package document (.opf)"
 XML_HINT = (
@@ -154,9 +155,9 @@ def read_epub(data: bytes, name: str) -> EpubBook:
     package = open_package(data, name, KIND, HINT)
     if "mimetype" in package.names:
         declared = package.read("mimetype").strip()
-        if declared != EPUB_CONTENT_TYPE.encode():
+        if declared != MIMETYPE.encode():
             shown = declared[:80].decode("utf-8", "replace")
-            raise refusal(KIND, name, f"says it is {shown!r} (its mimetype entry), not {EPUB_CONTENT_TYPE}", HINT)
+            raise refusal(KIND, name, f"says it is {shown!r} (its mimetype entry), not {MIMETYPE}", HINT)
     opf_entry = _rootfile(package, name)
     opf = _xml(package, opf_entry, name)
     manifest = _manifest(opf, opf_entry, package, name)
@@ -425,4 +426,4 @@ def _xml_bytes(root: etree._Element, source: bytes) -> bytes:
     return bytes(etree.tostring(tree, encoding="UTF-8", xml_declaration=True, standalone=standalone))
 
 
-__all__ = ["EpubBook", "escape_translation", "read_epub", "visible_characters"]
+__all__ = ["MIMETYPE", "SEPARATOR", "EpubBook", "escape_translation", "read_epub", "visible_characters"]

@@ -15,8 +15,8 @@ from lxml import etree
 
 from handler.errors import InvalidRequestError, TranslatorError
 from handler.formats import FileTranslator, content_type_for, format_for, packages, translate_file
-from handler.formats.epub import EPUB, SEPARATOR
-from handler.formats.epub_book import EpubBook, escape_translation
+from handler.formats.epub import EPUB
+from handler.formats.epub_book import SEPARATOR, EpubBook, escape_translation
 from handler.options import TranslateOptions
 from handler.text.markup import parse_markup
 from tests.formats import epub_samples
