@@ -9,6 +9,7 @@ with a Chinese ``alt``, ``&amp;``, an ``epub:type`` attribute, an English paragr
 
 from __future__ import annotations
 
+import html
 import io
 import re
 import struct
@@ -101,7 +102,9 @@ def file_of(sentences: Sequence[str]) -> bytes:
     """A book holding ``sentences``: chapters of up to 20 paragraphs, each under a heading."""
     chapters = []
     for number, start in enumerate(range(0, len(sentences), 20), start=1):
-        paragraphs = "".join(f"<p>{sentence}</p>" for sentence in sentences[start : start + 20])
+        paragraphs = "".join(
+            f"<p>{html.escape(sentence, quote=False)}</p>" for sentence in sentences[start : start + 20]
+        )
         chapters.append((f"chap_{number:03d}.xhtml", f"第{number}章", f"<h1>第{number}章</h1>{paragraphs}"))
     return _written(_book("一本书", chapters))
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import re
 import zipfile
 from collections.abc import Sequence
 
@@ -94,19 +95,24 @@ def sample_file() -> bytes:
     return as_excel_saves(_saved(_sample_workbook()), keep_inline=frozenset({(SECOND_SHEET, "A2")}), cached=cached)
 
 
+_HAN_WORDS = re.compile(r"[\u4e00-\u9fff]{2,4}")
+
+
 def file_of(sentences: Sequence[str]) -> bytes:
     """A workbook holding ``sentences``: one a row in column A of two sheets (numbers in column B), every fourth one
-    as rich text with its middle third bold."""
+    as rich text with its first Chinese words bold (never a piece of an address, a number or code, which a user's
+    bold would not split either)."""
     workbook = openpyxl.Workbook()
     sheets = [workbook.active, workbook.create_sheet("第二页")]
     for index, sentence in enumerate(sentences):
         sheet = sheets[index % 2]
         assert sheet is not None
         row = index // 2 + 1
-        third = len(sentence) // 3
-        if index % 4 == 3 and third:
-            bold = TextBlock(InlineFont(b=True), sentence[third : 2 * third])
-            sheet.cell(row, 1).value = CellRichText(sentence[:third], bold, sentence[2 * third :])
+        words = _HAN_WORDS.search(sentence)
+        if index % 4 == 3 and words:
+            bold = TextBlock(InlineFont(b=True), words.group())
+            pieces = [sentence[: words.start()], bold, sentence[words.end() :]]
+            sheet.cell(row, 1).value = CellRichText(*[piece for piece in pieces if piece])
         else:
             sheet.cell(row, 1).value = sentence
         sheet.cell(row, 2).value = index
