@@ -13,7 +13,9 @@
    must name the baked model and its family; the Lambda image run again with the command a streaming Function URL
    sets (``FunctionUrlInvokeMode: RESPONSE_STREAM``) must stream a 40-sentence ``"stream": true`` translation in
    the Runtime API's streaming mode, its first segment arriving well before the decoding ends; the Cloud Run image
-   must stream the same translation as NDJSON over HTTP, read line by line, the same way;
+   must stream the same translation as NDJSON over HTTP, read line by line, the same way, and translate one file
+   of every format with a samples module (``tests/formats``: ``.pptx``, ``.xlsx``, ``.xlf``, ``.po``, ``.odt``,
+   ``.epub``) through LibreTranslate's ``/translate_file``, each read back with the user's library;
 4. every deploy target with ``DEPLOY`` unset: the printed commands must carry the chosen bundle;
 5. the staged Cloud Functions source of the CSANMT bundle installed into a clean venv from its own
    requirements.txt, served by functions-framework from that folder, translating;
@@ -373,8 +375,31 @@ def run_cloudrun_image(figures: Figures, log_dir: Path) -> None:
         http("POST", f"{url}/translate", translate_body(), {"Content-Type": "application/json"})
         figures.request_ms = (time.perf_counter() - began) * 1000
         check_cloudrun_stream(url, image_name(figures))
+        check_every_format(url, image_name(figures))
     finally:
         container.stop()
+
+
+def check_every_format(url: str, where: str) -> None:
+    """One file of every format with a samples module (``tests/formats``) through LibreTranslate's
+    ``/translate_file`` in the running image (its own lxml and polib), read back with the user's library."""
+    import requests
+
+    from tests.formats.samples import sample_documents, samples_for
+
+    for name, data in sample_documents().items():
+        reply = requests.post(
+            f"{url}/translate_file", files={"file": (name, data)}, data={"source": "zh", "target": "en"}, timeout=300
+        )
+        if reply.status_code != 200:
+            raise CheckFailed(f"{where}: /translate_file of {name} answered {reply.status_code}: {reply.text[:500]}")
+        download = requests.get(reply.json()["translatedFileUrl"], timeout=60)
+        samples = samples_for(name)
+        assert samples is not None
+        before, after = samples.inspect(data), samples.inspect(download.content)
+        if download.status_code != 200 or after.structure != before.structure:
+            raise CheckFailed(f"{where}: the translation of {name} lost its structure ({download.status_code})")
+    say(f"{where} translated a {', '.join(sample_documents())} through /translate_file, structure kept")
 
 
 def check_cloudrun_stream(url: str, where: str) -> None:
