@@ -65,13 +65,16 @@ FROM bundle${MODEL:+-export} AS selected-bundle
 FROM ${PYTHON_IMAGE} AS runtime-base
 # A function's file system is read-only except /tmp: HOME (onnxruntime's cache folder) and caches live there,
 # and Python never writes bytecode at run time (it is compiled into the image below). MALLOC_ARENA_MAX: glibc
-# otherwise gives each server thread its own heap (docs/decisions.md).
+# otherwise gives each server thread its own heap (docs/decisions.md). TRANSLATE_STATE_DIR: an image run without an
+# output bucket (docker run, a Cloud Run service without TRANSLATE_OUTPUT_BUCKET) keeps DeepL's documents and
+# glossaries and LibreTranslate's translated files in /tmp, not in the read-only /app.
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOME=/tmp \
     XDG_CACHE_HOME=/tmp/.cache \
+    TRANSLATE_STATE_DIR=/tmp/translate-state \
     MALLOC_ARENA_MAX=2
 RUN useradd --system --uid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin translator
 WORKDIR /app
