@@ -1,8 +1,8 @@
 """What a file format provides: one small interface, so the upload pipeline, the fan-out, the document APIs and the
 command line never branch on a format.
 
-A format (one module of ``handler.formats`` each: ``plain_text``, ``html``, ``markdown``, ``subtitles``, ``word``)
-declares
+A format (one module of ``handler.formats`` each: ``plain_text``, ``html``, ``markdown``, ``subtitles``,
+``word_format``, ``powerpoint``, ``spreadsheet``, ``xliff``, ``gettext``, ``opendocument``, ``epub``) declares
 
 * its **name** (the command line's ``--format``, the fan-out manifest's ``file_format``), **suffixes** and the
   **content type** its translations are served and stored with;
@@ -15,6 +15,8 @@ declares
 The size limit is checked once, before a file is read (``handler.formats.read_file``); a format never sees a
 file over it.
 A new format is one new module here that provides a ``FileFormat``, plus its entry in ``handler.formats.FORMATS``.
+Text formats share ``TextFormat``; the structured ones (a file of units, one a line: Word, PowerPoint, Excel, XLIFF,
+gettext, OpenDocument) share ``UnitsFormat`` and only say how a file is parsed into a ``UnitsFile``.
 """
 
 from __future__ import annotations
