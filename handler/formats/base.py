@@ -196,6 +196,22 @@ class UnitsFile(Protocol):
         ...
 
 
+class UnitLines:
+    """A ``UnitsFile``'s ``text`` and ``characters``, from its ``lines`` (one unit a line)."""
+
+    @property
+    def lines(self) -> list[str]:
+        raise NotImplementedError
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    @property
+    def characters(self) -> int:
+        return sum(len(line) for line in self.lines)
+
+
 class UnitsFormat:
     """What every structured format shares (Word, PowerPoint, Excel, OpenDocument, XLIFF, gettext): the file is
     parsed, never decoded (``parse``: it says its own encoding); its units go to the service one a line

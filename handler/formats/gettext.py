@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from handler.errors import InvalidRequestError, TranslatorError
-from handler.formats.base import SourceFile, UnitsFile, UnitsFormat
+from handler.formats.base import SourceFile, UnitLines, UnitsFile, UnitsFormat
 from handler.formats.encodings import decode_text
 from handler.text.segmentation import LINE_BREAKS
 from handler.text.spans import MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE, has_chinese
@@ -222,7 +222,7 @@ class _Work:
 
 
 @dataclass
-class PoFile:
+class PoFile(UnitLines):
     """A catalogue read for translation (``UnitsFile``): its units' lines, one string a line."""
 
     name: str
@@ -234,14 +234,6 @@ class PoFile:
     @property
     def lines(self) -> list[str]:
         return [unit.line for unit in self.units]
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
-    @property
-    def characters(self) -> int:
-        return sum(len(unit.line) for unit in self.units)
 
     def rebuild(self, translations: Sequence[str]) -> bytes:
         """The English catalogue (UTF-8) from one translation per unit; ``TranslatorError`` when their number

@@ -36,9 +36,7 @@ comments, the notes master and handout master, document properties.
 
 from __future__ import annotations
 
-import io
 import posixpath
-import zipfile
 from collections.abc import Iterator
 
 from lxml import etree
@@ -110,21 +108,18 @@ def _refuse(name: str, reason: str) -> InvalidRequestError:
 
 
 class _Archive:
-    """An open package read entry by entry: one zip directory read for all of them, each XML part parsed once."""
+    """A package read entry by entry, each XML part parsed once."""
 
     def __init__(self, package: Package) -> None:
         self.name = package.name
         self.names = frozenset(package.names)
-        self._zip = zipfile.ZipFile(io.BytesIO(package.data))
+        self._package = package
         self._parsed: dict[str, tuple[bytes, etree._Element]] = {}
-
-    def close(self) -> None:
-        self._zip.close()
 
     def part(self, entry: str) -> tuple[bytes, etree._Element]:
         """``entry``'s bytes and parsed root; a refusal when it is not well-formed or declares entities."""
         if entry not in self._parsed:
-            raw = self._zip.read(entry)
+            raw = self._package.read(entry)
             try:
                 self._parsed[entry] = (raw, parse_xml(raw, entry))
             except ValueError as error:
@@ -256,18 +251,15 @@ def read_presentation(data: bytes, *, name: str = "the file") -> RunsPackage:
         raise _refuse(name, str(error)) from None
     archive = _Archive(package)
     parts: list[XmlPart] = []
-    try:
-        for entry, kind in list(text_parts(archive, types)):
-            raw, root = archive.part(entry)
-            part = XmlPart(entry, root, has_declaration(raw), kind=kind)
-            for paragraph in list(_paragraphs(part)):
-                if not _has_chinese_text(paragraph):
-                    continue
-                mark_english(paragraph)
-                unit = read_paragraph(paragraph, SLIDE_RUNS, name)
-                if unit is not None:
-                    part.units.append(unit)
-            parts.append(part)
-    finally:
-        archive.close()
+    for entry, kind in list(text_parts(archive, types)):
+        raw, root = archive.part(entry)
+        part = XmlPart(entry, root, has_declaration(raw), kind=kind)
+        for paragraph in list(_paragraphs(part)):
+            if not _has_chinese_text(paragraph):
+                continue
+            mark_english(paragraph)
+            unit = read_paragraph(paragraph, SLIDE_RUNS, name)
+            if unit is not None:
+                part.units.append(unit)
+        parts.append(part)
     return RunsPackage(name, package.data, list(package.entries), parts, structure)

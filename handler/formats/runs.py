@@ -33,6 +33,7 @@ from typing import Protocol
 from lxml import etree
 
 from handler.errors import InvalidRequestError, TranslatorError
+from handler.formats.base import UnitLines
 from handler.formats.packages import serialize, write_package
 from handler.text.segmentation import LINE_BREAKS
 from handler.text.spans import MARKUP_CLOSE, MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE, has_chinese
@@ -371,7 +372,7 @@ def count_elements(root: etree._Element, counted: dict[str, str]) -> dict[str, i
 
 
 @dataclass
-class RunsPackage:
+class RunsPackage(UnitLines):
     """A zip package read for translation (a ``handler.formats.base.UnitsFile``): its parts' units, one line each,
     and ``rebuild`` to write the package with each unit's translation in place (once per read)."""
 
@@ -390,14 +391,6 @@ class RunsPackage:
     def lines(self) -> list[str]:
         """The text to translate: one unit a line (formatting and void elements as markup characters)."""
         return [unit.line for unit in self.units]
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
-    @property
-    def characters(self) -> int:
-        return sum(len(line) for line in self.lines)
 
     def translate(self, translate_document: Callable[[str], str]) -> bytes:
         """The translated package: ``translate_document`` turns the units' text (one a line) into English."""

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from handler.errors import InvalidRequestError, TranslatorError
-from handler.formats.base import UnitsFile, UnitsFormat
+from handler.formats.base import UnitLines, UnitsFile, UnitsFormat
 from handler.text.segmentation import LINE_BREAKS
 from handler.text.spans import MARKUP_CLOSE, MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE, has_chinese
 
@@ -400,7 +400,7 @@ def _write(unit: _Unit, english: str, namespace: str) -> None:
 
 
 @dataclass
-class XliffFile:
+class XliffFile(UnitLines):
     """An XLIFF file read for translation: its sources' lines, one a line, and ``rebuild`` to write the targets."""
 
     name: str
@@ -415,14 +415,6 @@ class XliffFile:
     @property
     def lines(self) -> list[str]:
         return [unit.line.line for unit in self.units]
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
-    @property
-    def characters(self) -> int:
-        return sum(len(line) for line in self.lines)
 
     def rebuild(self, translations: Sequence[str]) -> bytes:
         """The file with each unit's target written from its translation (once per ``XliffFile``)."""
