@@ -44,11 +44,12 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ from bench.pipeline import (
     csanmt_tensorflow,
     ctranslate2_model,
     default_checkpoint,
+    gemm_peak,
     memory_bench,
     quoted,
     report,
@@ -348,6 +350,50 @@ def only_streaming(args: argparse.Namespace, out: Path, command: str, started: d
 # --- the run --------------------------------------------------------------------------------------------------
 
 
+def figures_copy(out: Path) -> Path:
+    """The JSON copy of the report's figures, next to it (``docs/benchmarks.json``)."""
+    return out.with_suffix(".json")
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(REPO_ROOT)) if path.resolve().is_relative_to(REPO_ROOT) else str(path)
+
+
+def tracked_json(tracked: dict[str, report.Tracked]) -> dict[str, dict[str, Any]]:
+    return {name: asdict(figure) for name, figure in tracked.items()}
+
+
+def since_last_run(
+    out: Path, tracked: dict[str, report.Tracked], env: dict[str, str]
+) -> tuple[list[str], list[report.Regression]]:
+    """What moved the wrong way since the report at ``out`` (about to be overwritten): its JSON copy's figures
+    where there is one, else the figures read from its Markdown; the lines for the report, and the moves."""
+    previous_report = out.read_text(encoding="utf-8") if out.is_file() else ""
+    previous_json = None
+    if figures_copy(out).is_file():
+        try:
+            previous_json = json.loads(figures_copy(out).read_text(encoding="utf-8"))
+        except ValueError:
+            previous_json = None
+    previous = report.previous_values(tracked, previous_json, previous_report)
+    moved = report.regressions(tracked, previous)
+    written = re.search(r" on (\d{4}-\d\d-\d\d \d\d:\d\d) UTC", previous_report)
+    source = f"its JSON copy `{_shown(figures_copy(out))}`" if isinstance(previous_json, dict) else "its tables"
+    since = f"the previous `{_shown(out)}`" + (f" (written {written.group(1)} UTC; {source})" if written else "")
+    cpu = None
+    if isinstance(previous_json, dict):
+        cpu = previous_json.get("environment", {}).get("CPU")
+    elif previous_report:
+        try:
+            cpu = quoted.figure(previous_report, "Environment :: CPU :: /CPU: (.*)/").strip()
+        except quoted.QuoteError:
+            cpu = None
+    note = ""
+    if cpu and cpu != env.get("CPU"):
+        note = f"The previous run was on another CPU ({cpu}; this one: {env.get('CPU')}): its speeds are another's."
+    return report.regression_lines(moved, len(previous), since, note), moved
+
+
 def measure_bandwidth(threads: int, setups: list[Setup]) -> dict[str, float]:
     steps = {setup.key: bandwidth.decoder_step_weight_bytes(setup.bundle_dir / "decoder.onnx") for setup in setups}
     largest = max(step["total"] for step in steps.values())
@@ -447,7 +493,11 @@ def document(
     memory: dict[str, Any] | None = None,
     csanmt_beside_tensorflow: list[str] | None = None,
     streaming: list[str] | None = None,
+    gemm: dict[str, Any] | None = None,
+    since_last_run: list[str] | None = None,
 ) -> str:
+    from handler.config import RuntimeConfig
+
     workload = results[0].workload
     lines = [
         "# Benchmarks" + (" (quick mode: a smoke test, not figures to quote)" if quick else ""),
@@ -461,6 +511,7 @@ def document(
         f"- load average (1 / 5 / 15 min) at the start: {loads[0]}; at the end: {loads[1]} (a shared machine: "
         "the engines run interleaved, so that noise falls on all of them; compare the ratios)",
         "",
+        *(["## Since the last run", "", *since_last_run, ""] if since_last_run is not None else []),
         "## How it is measured",
         "",
         f"- Every engine on {workload.batch_size} sentences of the repository's dev set (12–40 characters), the "
@@ -485,6 +536,13 @@ def document(
         "- Model files on disk: every file of the folder the engine loads (this runtime: the bundle; "
         "CTranslate2: `model.bin`, its vocabulary, config and the two SentencePiece models; transformers: the "
         "checkpoint folder).",
+        "- Goals (issue 34), in each table beside the ratio: every figure at or ahead of CTranslate2 on the Marian "
+        "models (ratio ≤ 1.00 where lower is better, ≥ 1.00 for tokens/s); the full-size CSANMT: batch-16 beam 4 "
+        f"≥ {report.CSANMT_GOALS['batch_beam4_tok_s'].bound:,.0f} tok/s, the first translation ≤ "
+        f"{report.CSANMT_GOALS['cold_start_s'].bound} s after the process starts, ready ≤ "
+        f"{report.CSANMT_READY.bound} s, "
+        f"the longest request ({RuntimeConfig.from_env().max_chars:,} characters) ≤ "
+        f"{report.CSANMT_LONGEST_SECONDS.bound:,.0f} s with a peak ≤ {report.CSANMT_LONGEST_PEAK.bound:,.0f} MB.",
         "",
     ]
     if sizes is not None:
@@ -520,8 +578,17 @@ def document(
                 )
                 + "."
             )
+        lines += report.csanmt_goal_lines(result)
         if "decoder_step_bytes" in result.extra:
             lines += ["", "Bandwidth bound at batch 1:", "", *report.bandwidth_table(result, band)]
+        if gemm is not None and "macs" in result.extra:
+            lines += [
+                "",
+                f"Compute bound at batch {result.workload.batch_size}: the INT8 GEMM peak "
+                f"({gemm['peak_gmac_s']:,.0f} GMAC/s, below) and each batched figure's share of it:",
+                "",
+                *report.compute_table(result, result.extra["macs"], gemm["peak_gmac_s"]),
+            ]
         lines.append("")
     if csanmt_beside_tensorflow:
         lines += [*csanmt_beside_tensorflow, ""]
@@ -538,6 +605,8 @@ def document(
         "A share above 100 % means that engine reads part of the weights from the cache, faster than memory.",
         "",
     ]
+    if gemm is not None:
+        lines += ["## INT8 GEMM peak", "", *report.gemm_peak_lines(gemm), ""]
     titles = {result.setup.key: result.setup.title for result in results}
     if workloads:
         lines += [
@@ -641,6 +710,8 @@ def main(argv: list[str] | None = None) -> int:
         setups.append(csanmt)
     print(f"measuring the memory read bandwidth on {args.threads} threads", flush=True)
     band = measure_bandwidth(args.threads, setups)
+    print(f"measuring the INT8 GEMM peak through ONNX Runtime on {args.threads} threads", flush=True)
+    gemm = gemm_peak.measure(args.threads) | {"seconds": gemm_peak.SECONDS_PER_SHAPE}
 
     results = []
     problems_before: list[str] = []
@@ -655,6 +726,7 @@ def main(argv: list[str] | None = None) -> int:
             transformers_rounds=None if args.quick else args.transformers_rounds,
         )
         result.extra["decoder_step_bytes"] = bandwidth.decoder_step_weight_bytes(setup.bundle_dir / "decoder.onnx")
+        result.extra["macs"] = gemm_peak.bundle_macs(setup.bundle_dir)
         if setup is csanmt:
             print(f"measuring the longest request on {setup.title}", flush=True)
             try:
@@ -706,12 +778,15 @@ def main(argv: list[str] | None = None) -> int:
     streaming, streaming_problems = measure_streaming_on([default] + ([] if csanmt is None else [csanmt]), args)
     problems += streaming_problems
 
+    env = environment()
+    tracked = report.tracked_figures(results, workloads)
+    since_lines, moved = since_last_run(out, tracked, env)
     text = document(
         results,
         sizes,
         band,
         workloads,
-        environment(),
+        env,
         command,
         started,
         time.perf_counter() - began,
@@ -721,6 +796,8 @@ def main(argv: list[str] | None = None) -> int:
         memory,
         None if tensorflow is None else csanmt_tensorflow.section_lines(tensorflow),
         streaming_section(streaming, command, started, (start_load, load_average())),
+        gemm,
+        since_lines,
     )
     print()
     print(text)
@@ -752,8 +829,19 @@ def main(argv: list[str] | None = None) -> int:
     medians["bandwidth"] = band
     if tensorflow is not None:
         medians["csanmt_beside_tensorflow"] = csanmt_tensorflow.medians(tensorflow)
+    medians["gemm_peak"] = gemm
+    medians["macs"] = {result.setup.key: result.extra["macs"] for result in results}
     if args.figures_json is not None:
         args.figures_json.write_text(json.dumps(medians, indent=1), encoding="utf-8")
+    copy = figures_copy(out)
+    copy.write_text(json.dumps(medians | {"environment": env, "tracked": tracked_json(tracked)}, indent=1), "utf-8")
+    print(f"wrote {_shown(copy)} (the figures the next run compares with)")
+    print("\nSummary:")
+    for line in report.missed_goal_lines(results):
+        print(line)
+    print(f"Since the last run ({len(moved)} figure(s) moved the wrong way):")
+    for line in since_lines:
+        print(line)
     return 0
 
 
