@@ -42,13 +42,13 @@ REDUCTIONS = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL2"}
 SEQUENCE_AXES = {1, -2}  # of [batch, sequence, hidden]
 STATIC, PER_SENTENCE, PER_TOKEN = 0, 1, 2  # what a tensor depends on, in rising order
 
-# (flag in /proc/cpuinfo, what it is, the MLAS kernel it allows)
+# (flag in /proc/cpuinfo, what it is, the u8s8 kernel it allows); MLAS picks the newest one offered at run time
 ISA_FLAGS = (
-    ("avx2", "AVX2", "u8s8 with vpmaddubsw (16-bit sums: why the weights are 7-bit)"),
-    ("avx_vnni", "AVX-VNNI", "u8s8 with vpdpbusd on 256-bit registers"),
-    ("avx512f", "AVX-512", "u8s8 on 512-bit registers"),
-    ("avx512_vnni", "AVX-512 VNNI", "u8s8 with vpdpbusd on 512-bit registers"),
-    ("amx_int8", "AMX-INT8", "tile products (MLAS uses AMX for u8s8 GEMMs where the build has it)"),
+    ("avx2", "AVX2", "vpmaddubsw, whose 16-bit sums are why the weights are 7-bit"),
+    ("avx_vnni", "AVX-VNNI", "vpdpbusd on 256-bit registers"),
+    ("avx512f", "AVX-512", "512-bit registers"),
+    ("avx512_vnni", "AVX-512 VNNI", "vpdpbusd on 512-bit registers"),
+    ("amx_int8", "AMX-INT8", "tile products"),
 )
 
 

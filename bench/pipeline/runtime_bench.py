@@ -356,7 +356,8 @@ def figures_copy(out: Path) -> Path:
 
 
 def _shown(path: Path) -> str:
-    return str(path.relative_to(REPO_ROOT)) if path.resolve().is_relative_to(REPO_ROOT) else str(path)
+    resolved = path.resolve()
+    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
 
 
 def tracked_json(tracked: dict[str, report.Tracked]) -> dict[str, dict[str, Any]]:

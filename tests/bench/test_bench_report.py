@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from bench.pipeline import gemm_peak, report, runtime_bench
 from bench.pipeline.engines import FIGURES
-from bench.pipeline.side_by_side import CTRANSLATE2, RUNTIME, Setup, SetupResult, Workload
+from bench.pipeline.side_by_side import CTRANSLATE2, RUNTIME, TRANSFORMERS, Setup, SetupResult, Workload
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,7 +126,8 @@ def _figures(scale: float, **extra: float) -> dict[str, float]:
 
 def _result(key: str, runs: dict[str, list[dict[str, float]]], **extra: object) -> SetupResult:
     reference = Path("ct2") if CTRANSLATE2 in runs else None
-    setup = Setup(key, f"model {key}", Path("bundle"), ctranslate2_dir=reference)
+    checkpoint = Path("hf") if TRANSFORMERS in runs else None
+    setup = Setup(key, f"model {key}", Path("bundle"), ctranslate2_dir=reference, checkpoint_dir=checkpoint)
     return SetupResult(
         setup,
         Workload(),
@@ -189,6 +190,7 @@ def test_the_full_size_csanmt_is_held_to_its_own_goals() -> None:
 
 def test_each_batched_figure_is_put_beside_the_gemm_peak() -> None:
     runs = {RUNTIME: [_figures(1.0, batch_greedy_tok_s=640.0)], CTRANSLATE2: [_figures(1.0, batch_greedy_tok_s=320.0)]}
+    runs[TRANSFORMERS] = [_figures(1.0)]  # FP32: no share of an INT8 peak
     result = _result("default", runs)
     macs = {
         "encoder": {"per_token": 1_000_000, "per_sentence": 0},
@@ -199,6 +201,7 @@ def test_each_batched_figure_is_put_beside_the_gemm_peak() -> None:
     row = next(line for line in lines if line.startswith("| greedy"))
     assert row == "| greedy (16 rows × 40 steps) | 1.47 G | 1.5 GMAC/s | **1%** | 0.7 GMAC/s | **1%** |"
     assert "padding not counted" in lines[0] and "the output projection included" in lines[0]
+    assert "transformers" not in "\n".join(lines)
 
 
 # --- what moved the wrong way ---------------------------------------------------------------------------------
@@ -267,3 +270,4 @@ def test_the_previous_figures_are_read_from_the_json_copy_or_else_from_the_markd
     )
     lines, moved_now = runtime_bench.since_last_run(out, tracked, env)  # the same figures again: nothing moved
     assert moved_now == [] and "its JSON copy" in lines[0] and "another CPU" not in lines[0]
+    assert runtime_bench._shown(Path("docs/benchmarks.md")) == "docs/benchmarks.md"  # relative to the checkout
