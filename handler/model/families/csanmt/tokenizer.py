@@ -18,12 +18,16 @@ Deliberate differences, both about input a user types: ``<SENT_SPLIT>`` is plain
 input there into a batch; the service splits sentences itself), and a bundle whose manifest asks for NFKC input
 normalisation gets it (modelscope's pipeline normalises nothing; the build writes ``"none"`` for CSANMT).
 
-jieba's prefix dictionary is loaded when the tokenizer is made, never on a request. Bundles built by this version
-ship it prepared (``jieba.cache``, written by the build with jieba's own cache writer and listed with its sha256 in
-the manifest): reading it costs ~0.3-0.5 s where building it from jieba's dictionary costs 1.4-2.5 s, on every cold
-start of a function, whose temporary folder starts empty. An older bundle, or a cache this jieba cannot read, falls
-back to jieba's own way: its cache in ``tempfile.gettempdir()`` (``/tmp`` in a function; ``TMPDIR`` moves it),
-written on the first load. Nothing is ever written into the bundle.
+jieba's prefix dictionary never costs a request its whole load, and is never built at a cold start. Bundles built by
+this version ship it prepared and split by first character (``jieba.cache``, written by ``write_dictionary_cache``
+at build time and listed with its sha256 in the manifest): opening it reads only its index (~10 ms; the whole
+dictionary is ~500,000 words and prefixes, 0.2-0.3 s to unmarshal and ~60 MB in memory), and before jieba cuts a
+text the words that begin with that text's characters are put into jieba's dictionary, once per character
+(``SplitDictionary``). Every word jieba looks up while cutting a text is a piece of that text, so it cuts exactly as
+with the whole dictionary. Bundles built before (jieba's own cache format, ``marshal`` of the whole dictionary)
+are read whole, as then; a dictionary this version cannot read falls back to jieba's own way: building it from
+jieba's word list (1.4-2.5 s) and caching it in ``tempfile.gettempdir()`` (``/tmp`` in a function; ``TMPDIR``
+moves it). Nothing is ever written into the bundle.
 The libraries (jieba, subword-nmt, sacremoses) are imported only when a CSANMT bundle is loaded; they are not in
 the default image (``requirements/csanmt.txt``).
 """
@@ -32,7 +36,10 @@ from __future__ import annotations
 
 import logging
 import marshal
+import mmap
+import struct
 import tempfile
+import threading
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
@@ -85,32 +92,143 @@ def _open_text(path: Path) -> Any:
 
 
 def write_dictionary_cache(path: Path) -> None:
-    """Write jieba's prefix dictionary for its default word list to ``path``, as jieba's own cache writer does
-    (the build ships it in the bundle: ``bundle.CSANMT_DICTIONARY_CACHE``)."""
+    """Write jieba's prefix dictionary for its default word list to ``path``, split by first character
+    (``encode_split_dictionary``; the build ships it in the bundle: ``bundle.CSANMT_DICTIONARY_CACHE``)."""
     jieba, _, _ = _import_libraries()
     logging.getLogger("jieba").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="jieba-") as folder:
         tokenizer = jieba.Tokenizer()
-        tokenizer.tmp_dir = folder  # a fresh folder: jieba builds the dictionary and writes its cache file there
+        tokenizer.tmp_dir = folder  # a fresh folder: jieba builds the dictionary itself, from its own word list
         tokenizer.initialize()
-        written = Path(folder) / "jieba.cache"
-        if not written.is_file():
-            raise BundleError(f"jieba {jieba.__version__} wrote no dictionary cache in {folder}")
-        path.write_bytes(written.read_bytes())
+        path.write_bytes(encode_split_dictionary(tokenizer.FREQ, tokenizer.total))
 
 
-def _load_dictionary(tokenizer: Any, path: Path) -> bool:
-    """Put the bundle's prepared dictionary into a jieba tokenizer; False (and a warning) when it cannot be read."""
+# --- jieba's prefix dictionary, split by first character -------------------------------------------------------
+#
+# The file: SPLIT_DICTIONARY_MAGIC; the length of the index (8 bytes, little-endian); the index, marshal of
+# ``(total, {first character: (offset, length)})``; then, at those offsets (from the end of the index), one
+# marshal'd ``{word or prefix: frequency}`` per first character: jieba's ``FREQ``, in pieces.
+
+SPLIT_DICTIONARY_MAGIC = b"jieba prefix dictionary split by first character, format 1\n"
+_INDEX_LENGTH = struct.Struct("<Q")
+
+
+def encode_split_dictionary(frequencies: dict[str, int], total: int) -> bytes:
+    """jieba's prefix dictionary (``Tokenizer.FREQ``, ``Tokenizer.total``) in the split file format."""
+    parts: dict[str, dict[str, int]] = {}
+    for word, frequency in frequencies.items():
+        if word:
+            parts.setdefault(word[0], {})[word] = frequency
+    index: dict[str, tuple[int, int]] = {}
+    blobs: list[bytes] = []
+    offset = 0
+    for first in sorted(parts):
+        blob = marshal.dumps(parts[first])
+        index[first] = (offset, len(blob))
+        blobs.append(blob)
+        offset += len(blob)
+    header = marshal.dumps((total, index))
+    return SPLIT_DICTIONARY_MAGIC + _INDEX_LENGTH.pack(len(header)) + header + b"".join(blobs)
+
+
+class SplitDictionary:
+    """A split dictionary file (memory-mapped), whose parts go into a jieba ``FREQ`` as texts need them.
+
+    Raises ``ValueError`` when the file is not in the format (``encode_split_dictionary``) or its index points
+    outside it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with path.open("rb") as handle:
+            if handle.read(len(SPLIT_DICTIONARY_MAGIC)) != SPLIT_DICTIONARY_MAGIC:
+                raise ValueError("not a split jieba dictionary")
+            (length,) = _INDEX_LENGTH.unpack(handle.read(_INDEX_LENGTH.size))
+            total, index = marshal.loads(handle.read(length))
+            # the parts stay in the page cache, shared, until a text needs them
+            self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        self._data = len(SPLIT_DICTIONARY_MAGIC) + _INDEX_LENGTH.size + length
+        if not isinstance(total, int) or total <= 0 or not isinstance(index, dict) or not index:
+            raise ValueError("its index is not a jieba dictionary's")
+        size = len(self._map) - self._data
+        for first, entry in index.items():
+            if not (isinstance(first, str) and len(first) == 1 and isinstance(entry, tuple) and len(entry) == 2):
+                raise ValueError(f"its index has a malformed entry for {first!r}")
+            offset, part = entry
+            if not (isinstance(offset, int) and isinstance(part, int) and 0 <= offset and 0 < part <= size - offset):
+                raise ValueError(f"its index points outside the file for {first!r}")
+        self.total: int = total
+        self._index: dict[str, tuple[int, int]] = index
+        self._seen: set[str] = set()  # characters whose words are in the dictionary (or that begin none)
+        self._lock = threading.Lock()
+
+    @property
+    def parts_loaded(self) -> int:
+        """How many first characters' words have been put into a dictionary so far."""
+        return len(self._seen & self._index.keys())
+
+    def load_for(self, text: str, frequencies: dict[str, int]) -> None:
+        """Put into ``frequencies`` every word and prefix that begins with a character of ``text`` (once each)."""
+        missing = set(text) - self._seen
+        if not missing:
+            return
+        with self._lock:  # a character is marked seen only once its words are in: a reader never sees it half-done
+            for first in missing - self._seen:
+                entry = self._index.get(first)
+                if entry is not None:
+                    begin = self._data + entry[0]
+                    try:
+                        part = marshal.loads(self._map[begin : begin + entry[1]])
+                        if not isinstance(part, dict):
+                            raise ValueError(f"a {type(part).__name__} where the words should be")
+                    except (EOFError, ValueError, TypeError) as error:
+                        raise BundleError(
+                            f"{self.path} cannot be read at the words beginning with {first!r} ({error}): the file "
+                            "changed after its sha256 was checked; rebuild the bundle"
+                        ) from error
+                    frequencies.update(part)
+                self._seen.add(first)
+
+
+def _load_dictionary(tokenizer: Any, path: Path) -> SplitDictionary | bool:
+    """Put the bundle's prepared dictionary into a jieba tokenizer: a ``SplitDictionary`` (read as texts need it)
+    or True (jieba's own cache format, read whole); False (and a warning) when it cannot be read."""
+    log = logging.getLogger(__name__)
+    try:
+        dictionary = SplitDictionary(path)
+    except OSError as error:
+        log.warning("%s cannot be read (%s); jieba builds its dictionary instead", path, error)
+        return False
+    except (ValueError, EOFError, TypeError, struct.error):
+        pass  # not split: jieba's own cache format (bundles built before), or damaged
+    else:
+        tokenizer.FREQ, tokenizer.total, tokenizer.initialized = {}, dictionary.total, True
+        _load_as_texts_need(tokenizer, dictionary)
+        return dictionary
     try:
         frequencies, total = marshal.loads(path.read_bytes())
     except (OSError, EOFError, ValueError, TypeError) as error:
-        logging.getLogger(__name__).warning("%s cannot be read (%s); jieba builds its dictionary instead", path, error)
+        log.warning("%s cannot be read (%s); jieba builds its dictionary instead", path, error)
         return False
     if not isinstance(frequencies, dict) or not isinstance(total, int) or total <= 0 or not frequencies:
-        logging.getLogger(__name__).warning("%s is not a jieba dictionary; jieba builds its dictionary instead", path)
+        log.warning("%s is not a jieba dictionary; jieba builds its dictionary instead", path)
         return False
     tokenizer.FREQ, tokenizer.total, tokenizer.initialized = frequencies, total, True  # what initialize() sets
     return True
+
+
+def _load_as_texts_need(tokenizer: Any, dictionary: SplitDictionary) -> None:
+    """Make ``tokenizer.cut`` (which ``lcut``, ``cut_for_search`` and ``tokenize`` call) first put the words of the
+    text's characters into its dictionary: every word jieba looks up while cutting a text is a piece of it."""
+    cut = tokenizer.cut
+
+    from jieba._compat import strdecode  # how jieba's cut reads bytes
+
+    def cut_with_its_words(sentence: Any, *args: Any, **kwargs: Any) -> Any:
+        sentence = strdecode(sentence)
+        dictionary.load_for(sentence, tokenizer.FREQ)
+        return cut(sentence, *args, **kwargs)
+
+    tokenizer.cut = cut_with_its_words
 
 
 class CsanmtTokenizer:
@@ -157,7 +275,10 @@ class CsanmtTokenizer:
         self._jieba = jieba.Tokenizer()  # the default dictionary, as jieba.cut uses it; jieba.dt stays untouched
         self.temp_dir = temp_dir if temp_dir is not None else tempfile.gettempdir()
         self._jieba.tmp_dir = self.temp_dir  # the dictionary cache; explicitly the temporary folder
-        self.dictionary_from_bundle = dictionary_cache is not None and _load_dictionary(self._jieba, dictionary_cache)
+        loaded = _load_dictionary(self._jieba, dictionary_cache) if dictionary_cache is not None else False
+        self.dictionary_from_bundle = loaded is not False
+        # the split dictionary, read as texts need it; None when the dictionary was read or built whole
+        self.split_dictionary = loaded if isinstance(loaded, SplitDictionary) else None
         self._jieba.initialize()  # nothing more to do once the bundle's dictionary is in
         self._count = lru_cache(maxsize=COUNT_CACHE_SIZE)(self._count_uncached)
 
