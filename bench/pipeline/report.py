@@ -393,13 +393,22 @@ def gemm_peak_lines(gemm: Mapping[str, Any]) -> list[str]:
         for shape in gemm["shapes"]
     )
     m, k, n = gemm["peak_shape"]
+    passes = gemm.get("passes", [])
     return [
         f"- One `{gemm['op']}` (uint8 activations, zero point 128; int8 weights `[K, N]`, 7-bit, per-column scales: "
         "the pattern of the bundles' graphs, `build.quantize`) in a graph built in memory "
         f"(`bench.pipeline.gemm_peak`), {gemm['threads']} intra-op threads, each shape timed for about "
         f"{gemm.get('seconds', 0.6):.1f} s after an untimed call. GMAC/s (M×K×N multiply-accumulates per second), "
         f"best call (median in brackets): {shapes}.",
-        f"- Peak: **{gemm['peak_gmac_s']:,.0f} GMAC/s** (M={m}, K={k}, N={n}), the figure the shares above use.",
+        f"- Peak: **{gemm['peak_gmac_s']:,.0f} GMAC/s** (M={m}, K={k}, N={n}), the figure the shares above use"
+        + (
+            f"; the better of {len(passes)} passes, at the start and at the end of the run: "
+            + ", ".join(f"{peak:,.0f}" for peak in passes)
+            + " GMAC/s (other work on the machine slows a pass, never speeds one up)"
+            if len(passes) > 1
+            else ""
+        )
+        + ".",
         "- INT8 instruction sets the CPU offers (`/proc/cpuinfo`), each with the u8s8 kernel of ONNX Runtime's MLAS "
         f"it allows (MLAS picks the newest at run time): {offered}.",
     ]

@@ -712,7 +712,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"measuring the memory read bandwidth on {args.threads} threads", flush=True)
     band = measure_bandwidth(args.threads, setups)
     print(f"measuring the INT8 GEMM peak through ONNX Runtime on {args.threads} threads", flush=True)
-    gemm = gemm_peak.measure(args.threads) | {"seconds": gemm_peak.SECONDS_PER_SHAPE}
+    gemm_passes = [gemm_peak.measure(args.threads)]
 
     results = []
     problems_before: list[str] = []
@@ -778,6 +778,12 @@ def main(argv: list[str] | None = None) -> int:
 
     streaming, streaming_problems = measure_streaming_on([default] + ([] if csanmt is None else [csanmt]), args)
     problems += streaming_problems
+    print("measuring the INT8 GEMM peak again (the better of the two passes counts)", flush=True)
+    gemm_passes.append(gemm_peak.measure(args.threads))
+    gemm = max(gemm_passes, key=lambda figures: figures["peak_gmac_s"]) | {
+        "passes": [figures["peak_gmac_s"] for figures in gemm_passes],
+        "seconds": gemm_peak.SECONDS_PER_SHAPE,
+    }
 
     env = environment()
     tracked = report.tracked_figures(results, workloads)

@@ -271,3 +271,14 @@ def test_the_previous_figures_are_read_from_the_json_copy_or_else_from_the_markd
     lines, moved_now = runtime_bench.since_last_run(out, tracked, env)  # the same figures again: nothing moved
     assert moved_now == [] and "its JSON copy" in lines[0] and "another CPU" not in lines[0]
     assert runtime_bench._shown(Path("docs/benchmarks.md")) == "docs/benchmarks.md"  # relative to the checkout
+
+
+def test_the_gemm_section_says_the_peak_its_passes_and_the_instruction_sets() -> None:
+    shape = {"m": 512, "k": 1024, "n": 1024, "calls": 100, "best_gmac_s": 420.4, "median_gmac_s": 410.0}
+    gemm = {"op": "MatMulIntegerToFloat", "threads": 2, "peak_gmac_s": 420.4, "peak_shape": [512, 1024, 1024]}
+    gemm |= {"shapes": [shape], "isa": ["AVX2", "AVX-512 VNNI"], "passes": [300.0, 420.4], "seconds": 0.6}
+    text = "\n".join(report.gemm_peak_lines(gemm))
+    assert "512×1024×1024 420 (median 410)" in text
+    assert "- Peak: **420 GMAC/s** (M=512, K=1024, N=1024)" in text
+    assert "the better of 2 passes, at the start and at the end of the run: 300, 420 GMAC/s" in text
+    assert "AVX2 (vpmaddubsw" in text and "AVX-512 VNNI (vpdpbusd on 512-bit registers)" in text
