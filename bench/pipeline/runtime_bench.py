@@ -22,19 +22,24 @@ Models (built once, cached in ``.bench/runtime/``):
   (``bench.pipeline.csanmt_tensorflow``: its own section and table).
 
 Each engine runs in fresh processes (``bench.pipeline.engines``), ``--rounds`` rounds with the engine order rotated per
-round, on the same token ids with exactly 40 output tokens; each process measures its own memory. The run also
-measures the machine's memory read bandwidth on the same threads (``bench.pipeline.bandwidth``) for the bandwidth bound,
-and the characters/s of news-length sentences through ``TranslationService`` (``bench.pipeline.workload``) for the cost
-table (``bench.pipeline.cost``), the translation memory's figures (``bench.pipeline.memory_bench``) and streaming's
-(``bench.pipeline.streaming_bench``: the first and last segment, streamed against not streamed, on the default model
-and the CSANMT). It prints the tables, writes them to ``--out`` (default ``docs/benchmarks.md``, with
-the chart ``docs/benchmarks.png``) and exits 1, naming each, when any figure could not be measured (nothing is
-written then). Writing ``docs/benchmarks.md``, it also rewrites the figures README.md and docs/ quote from it
-(``bench.pipeline.quoted``). ``--quick`` (the smoke test): the default model only, one round, 8 output tokens, a
-batch of 4, one repeat, a few sentences for the workload; it writes to ``.bench/quick/benchmarks.md`` unless
-``--out`` says otherwise. ``--only streaming`` measures the streaming figures alone (the default model, and the
-CSANMT given with ``--csanmt-bundle``) and replaces that section of the existing report, keeping the rest. The random
-models' outputs are meaningless; only speed, memory and size are measured.
+round, on the same token ids with exactly 40 output tokens; each process measures its own memory. The run also measures
+the machine's memory read bandwidth on the same threads (``bench.pipeline.bandwidth``) for the bandwidth bound, the INT8
+GEMM peak through ONNX Runtime (``bench.pipeline.gemm_peak``, at the start and at the end, the better pass counting) for
+each batched figure's share of the compute bound, and the characters/s of news-length sentences through
+``TranslationService`` (``bench.pipeline.workload``) for the cost table (``bench.pipeline.cost``), the translation
+memory's figures (``bench.pipeline.memory_bench``) and streaming's (``bench.pipeline.streaming_bench``: the first and
+last segment, streamed against not streamed, on the default model and the CSANMT). It prints the tables, writes them to
+``--out`` (default ``docs/benchmarks.md``, with the chart ``docs/benchmarks.png``) and exits 1, naming each, when any
+figure could not be measured (nothing is written then). Every ratio has issue 34's goal beside it
+(``bench.pipeline.report.goal_for``). Beside the report it writes its figures as JSON (``docs/benchmarks.json``), and
+before overwriting a report it names, in the report ("Since the last run") and in the printed summary, every figure of
+this runtime that moved the wrong way by more than 5 % since then (read from that JSON copy, or from the old report's
+tables when there is none). Writing ``docs/benchmarks.md``, it also rewrites the figures README.md and docs/ quote from
+it (``bench.pipeline.quoted``). ``--quick`` (the smoke test): the default model only, one round, 8 output tokens, a
+batch of 4, one repeat, a few sentences for the workload; it writes to ``.bench/quick/benchmarks.md`` unless ``--out``
+says otherwise. ``--only streaming`` measures the streaming figures alone (the default model, and the CSANMT given with
+``--csanmt-bundle``) and replaces that section of the existing report, keeping the rest. The random models' outputs are
+meaningless; only speed, memory and size are measured.
 """
 
 from __future__ import annotations
