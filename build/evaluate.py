@@ -97,11 +97,12 @@ def fp32_bundle(checkpoint: str, int8_bundle: Path, work: Path) -> Path:
     out = work / "fp32"
     export_graphs(load_checkpoint(checkpoint).model, out)
     manifest = bundle.Manifest.from_dict(json.loads((int8_bundle / bundle.MANIFEST).read_text(encoding="utf-8")))
-    for name in bundle.TOKENIZER_FILES:
+    tokenizer_files = [name for name in bundle.TOKENIZER_FILES if name in manifest.files]  # joint: one .spm
+    for name in tokenizer_files:
         shutil.copyfile(int8_bundle / name, out / name)
     manifest.name = f"{manifest.name}-fp32"
     manifest.quantization = {"method": "none (FP32 reference)"}
-    manifest.files = {name: bundle.file_entry(out / name) for name in bundle.MODEL_FILES + bundle.TOKENIZER_FILES}
+    manifest.files = {name: bundle.file_entry(out / name) for name in [*bundle.MODEL_FILES, *tokenizer_files]}
     (out / bundle.MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
     return out
 

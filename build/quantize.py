@@ -103,9 +103,12 @@ def quantize_pair(
     After ``quantize_graph`` the decoder looks its embeddings up in its INT8 output projection; when the encoder's
     FP32 table is that same tied matrix, the encoder does too, and the INT8 projection moves to one external data
     file (``bundle.SHARED_EMBEDDING``) that both graphs read: V x d bytes fewer on disk (33 MB for
-    opus-mt-zh-en's shape, a third of the bundle).
+    opus-mt-zh-en's shape, a third of the bundle). Then a sinusoidal position table is computed in the graphs
+    instead of stored, and an all-zero bias is dropped (``build.compact``).
     """
     from handler.model import bundle
+
+    from build.compact import compute_sinusoidal_positions, drop_zero_bias
 
     encoder = quantize_graph(fp32[0], staging / bundle.ENCODER_ONNX, settings)
     decoder = quantize_graph(fp32[1], staging / bundle.DECODER_ONNX, settings)
@@ -113,6 +116,9 @@ def quantize_pair(
         tied = find_tied_embedding_across(fp32[0], fp32[1])
         if tied is not None:
             share_embedding_between_graphs(encoder, decoder, *tied, staging / bundle.SHARED_EMBEDDING)
+    for graph in (encoder, decoder):  # nothing stored that the graph can compute or skip (build.compact)
+        compute_sinusoidal_positions(graph)
+        drop_zero_bias(graph)
     return encoder, decoder
 
 

@@ -112,7 +112,8 @@ def _ctranslate2(job: dict[str, Any]) -> tuple[Callable[[str], str], Decode]:
     vocabulary: list[str] = json.loads((folder / "shared_vocabulary.json").read_text(encoding="utf-8"))
     index = {token: position for position, token in enumerate(vocabulary)}
     source = sentencepiece.SentencePieceProcessor(model_file=str(folder / "source.spm"))
-    target = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.spm"))
+    joint = not (folder / "target.spm").is_file()  # one file for both sides (bench.pipeline.ctranslate2_model)
+    target = source if joint else sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.spm"))
     tokens = job["forced_tokens"]
 
     def run(batch: list[list[str]], beam_size: int) -> list[list[str]]:

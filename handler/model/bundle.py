@@ -45,6 +45,9 @@ SOURCE_SPM = "source.spm"
 TARGET_SPM = "target.spm"
 VOCAB_JSON = "vocab.json"
 TOKENIZER_FILES = (SOURCE_SPM, TARGET_SPM, VOCAB_JSON)
+# Marian: the manifest's ``tokenizer`` section may name the target side's SentencePiece file under this key; a joint
+# vocabulary's two models are the same file, which the bundle then stores once: {"target_spm": "source.spm"}
+TARGET_SPM_KEY = "target_spm"
 MODEL_FILES = (ENCODER_ONNX, DECODER_ONNX)
 # optional: a tied embedding both graphs read (ONNX external data), stored once; the manifest lists it when present.
 # It holds the INT8 initializer SHARED_EMBEDDING_INITIALIZER, [d_model, vocab_size], the decoder's output projection

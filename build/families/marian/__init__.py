@@ -99,12 +99,21 @@ class LoadedCheckpoint:
             fp32, int8, self.tokenizer, self.spec, tuple(sentences), fp32_greedy=fp32_greedy
         )
 
+    def joint_sentencepiece(self) -> bool:
+        """Whether the checkpoint's two SentencePiece models are the same file (a joint vocabulary's): the bundle
+        then stores ``source.spm`` once and its manifest says so (``bundle.TARGET_SPM_KEY``)."""
+        source, target = (self.folder / bundle.SOURCE_SPM).read_bytes(), (self.folder / bundle.TARGET_SPM).read_bytes()
+        return source == target
+
     def copy_tokenizer(self, staging: Path) -> None:
+        joint = self.joint_sentencepiece()
         for file_name in bundle.TOKENIZER_FILES:
-            shutil.copyfile(self.folder / file_name, staging / file_name)
+            if not (joint and file_name == bundle.TARGET_SPM):
+                shutil.copyfile(self.folder / file_name, staging / file_name)
 
     def manifest_sections(self) -> dict[str, Any]:
-        return {}  # a manifest without "family" is Marian's (bundle format 1 as before)
+        # a manifest without "family" is Marian's (bundle format 1 as before)
+        return {"tokenizer": {bundle.TARGET_SPM_KEY: bundle.SOURCE_SPM}} if self.joint_sentencepiece() else {}
 
     def default_normalization(self) -> str:
         # our own models are trained on NFKC-normalised text (build.training.train); foreign checkpoints are not

@@ -79,6 +79,19 @@ class MarianDecoding:
         )
 
 
+def target_spm(manifest: Manifest) -> str:
+    """The file of the target side's SentencePiece model: ``target.spm``, or the one the manifest names
+    (``bundle.TARGET_SPM_KEY``; ``source.spm`` when a joint vocabulary's bundle stores one model for both sides)."""
+    name = manifest.tokenizer.get(bundle.TARGET_SPM_KEY, bundle.TARGET_SPM)
+    if name not in (bundle.SOURCE_SPM, bundle.TARGET_SPM):
+        raise BundleError(
+            f"{bundle.MANIFEST} names {name!r} as the target tokenizer; a Marian bundle's is {bundle.TARGET_SPM} or "
+            f"{bundle.SOURCE_SPM}; rebuild the bundle with: python -m build.export --model {manifest.source_model} "
+            "--out <bundle> --force"
+        )
+    return str(name)
+
+
 class MarianFamily:
     name = NAME
 
@@ -86,11 +99,13 @@ class MarianFamily:
         return graph_contract(spec.decoder_layers)
 
     def tokenizer_files(self, manifest: Manifest) -> tuple[str, ...]:
-        return bundle.TOKENIZER_FILES
+        return tuple(dict.fromkeys((bundle.SOURCE_SPM, target_spm(manifest), bundle.VOCAB_JSON)))
 
     def load_tokenizer(self, bundle_dir: Path, manifest: Manifest) -> SentencePieceTokenizer:
         spec = manifest.model
-        tokenizer = SentencePieceTokenizer.from_bundle(bundle_dir, spec, manifest.normalization)
+        tokenizer = SentencePieceTokenizer.from_bundle(
+            bundle_dir, spec, manifest.normalization, target_spm(manifest)
+        )
         if tokenizer.vocab_size > spec.vocab_size:
             raise BundleError(
                 f"{bundle_dir / bundle.VOCAB_JSON} has {tokenizer.vocab_size:,} entries, but {bundle.MANIFEST} says "

@@ -75,7 +75,8 @@ class SentencePieceTokenizer:
         self.vocab_size = len(vocab)
         self._vocab = vocab
         self._source = _load_sentencepiece(source_spm)
-        self._target = _load_sentencepiece(target_spm)
+        # a joint vocabulary's bundle holds one SentencePiece model for both sides (bundle.TARGET_SPM_KEY)
+        self._target = self._source if target_spm == source_spm else _load_sentencepiece(target_spm)
         self._language_codes = frozenset(piece for piece in vocab if piece.startswith(">>") and piece.endswith("<<"))
         pieces: list[str | None] = [None] * (max(vocab.values()) + 1)
         for piece, index in vocab.items():
@@ -86,12 +87,13 @@ class SentencePieceTokenizer:
 
     @classmethod
     def from_bundle(
-        cls, folder: Path, spec: ModelSpec, normalization: str = NORMALIZATION_NONE
+        cls, folder: Path, spec: ModelSpec, normalization: str = NORMALIZATION_NONE, target_spm: str = TARGET_SPM
     ) -> SentencePieceTokenizer:
-        """The tokenizer of a bundle (or of any folder holding Marian's three tokenizer files)."""
+        """The tokenizer of a bundle (or of any folder holding Marian's three tokenizer files); ``target_spm``: the
+        file of the target side's SentencePiece model (``source.spm`` itself in a joint vocabulary's bundle)."""
         return cls(
             folder / SOURCE_SPM,
-            folder / TARGET_SPM,
+            folder / target_spm,
             folder / VOCAB_JSON,
             eos_id=spec.eos_id,
             unk_id=spec.unk_id,

@@ -1,0 +1,331 @@
+"""Store a bundle's graphs without what they need not hold: the rewrites ``build.export`` applies as it quantizes,
+and this command applies to a bundle built before them (the shipped default model's FP32 weights are not kept).
+
+    python -m build.compact BUNDLE_DIR
+
+* ``compute_sinusoidal_positions``: a sinusoidal position table (Marian's ``positions``, [max_positions, d] FP32,
+  stored in both graphs: 2 MB in an opus-mt-sized bundle) is replaced by the rows each ``Slice`` of it takes,
+  computed in the graph (``Range`` -> ``Sin``/``Cos`` in FP64, rounded to FP32 as transformers rounds its table:
+  the same numbers, bit for bit), a handful of small operators per call. Rewritten only when the stored table is
+  that sinusoid to within ``POSITION_TOLERANCE``; a learned table stays.
+* ``drop_zero_bias``: the output logits' ``Add`` of an initializer that is all zeros (Marian's
+  ``final_logits_bias``, a buffer transformers never trains: 65,001 floats added to every row of logits at every
+  step) is removed.
+* with ``python -m build.compact``, also the tied embedding stored once for both graphs
+  (``build.quantize.share_embedding_between_graphs``: the embedding lookup then reads the output projection's
+  per-token INT8 columns) and a joint vocabulary's SentencePiece model stored once
+  (``handler.model.bundle.TARGET_SPM_KEY``).
+
+Each rewrite checks the graph with ``onnx.checker``; the command writes every new file beside the old ones, then
+replaces them, then the manifest (hashes, a ``compacted`` record in its ``quantization`` section) last, so an
+interrupted run leaves a bundle that loads as before or fails its hash check with the file named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+POSITION_TOLERANCE = 1e-6  # |stored - computed| allowed (measured on the default model's tables: 0, every entry)
+POSITIONS_PREFIX = "computed_positions"
+
+
+def sinusoid(rows: int, width: int) -> Any:
+    """Marian's table (transformers' ``MarianSinusoidalPositionalEmbedding``), computed as the graph computes it:
+    FP64 ``position x 10000 ** (-2i / width)``, sines in the first half of each row, cosines in the second, FP32."""
+    import numpy as np
+
+    angles = np.arange(rows, dtype=np.float64)[:, None] * inverse_frequencies(width)[None, :]
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1).astype(np.float32)
+
+
+def inverse_frequencies(width: int) -> Any:
+    import numpy as np
+
+    return np.power(10000.0, -2.0 * np.arange(width // 2, dtype=np.float64) / width)
+
+
+def compute_sinusoidal_positions(graph_path: Path) -> bool:
+    """Replace a stored sinusoidal position table by its rows computed in the graph; whether the graph changed."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(graph_path), load_external_data=False)
+    graph = model.graph
+    weights = {tensor.name: tensor for tensor in graph.initializer}
+    constants = _constants(graph)
+    changed = False
+    for table_name, tensor in list(weights.items()):
+        if tensor.data_type != onnx.TensorProto.FLOAT or len(tensor.dims) != 2 or tensor.dims[1] % 2:
+            continue
+        users = [node for node in graph.node if table_name in node.input]
+        if not users or any(not _row_slice(node, table_name, constants) for node in users):
+            continue
+        table = numpy_helper.to_array(tensor)
+        if np.abs(table - sinusoid(*table.shape)).max() > POSITION_TOLERANCE:
+            continue  # learned, or another sinusoid: kept as stored
+        width = int(table.shape[1])
+        prefix = f"{POSITIONS_PREFIX}_{table_name}"
+        graph.initializer.remove(tensor)
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(inverse_frequencies(width)[None, :], f"{prefix}_frequencies"),
+                numpy_helper.from_array(np.array(1, dtype=np.int64), f"{prefix}_one"),
+                numpy_helper.from_array(np.array([1], dtype=np.int64), f"{prefix}_column_axis"),
+            ]
+        )
+        for index, node in enumerate(users):
+            name = f"{prefix}_{index}"
+            start, end = node.input[1], node.input[2]
+            replacement = [
+                helper.make_node("Squeeze", [start], [f"{name}_start"]),
+                helper.make_node("Squeeze", [end], [f"{name}_end"]),
+                helper.make_node("Range", [f"{name}_start", f"{name}_end", f"{prefix}_one"], [f"{name}_rows"]),
+                helper.make_node("Cast", [f"{name}_rows"], [f"{name}_rows_double"], to=onnx.TensorProto.DOUBLE),
+                helper.make_node("Unsqueeze", [f"{name}_rows_double", f"{prefix}_column_axis"], [f"{name}_column"]),
+                helper.make_node("Mul", [f"{name}_column", f"{prefix}_frequencies"], [f"{name}_angles"]),
+                helper.make_node("Sin", [f"{name}_angles"], [f"{name}_sines"]),
+                helper.make_node("Cos", [f"{name}_angles"], [f"{name}_cosines"]),
+                helper.make_node("Concat", [f"{name}_sines", f"{name}_cosines"], [f"{name}_table"], axis=1),
+                helper.make_node("Cast", [f"{name}_table"], [node.output[0]], to=onnx.TensorProto.FLOAT),
+            ]
+            position = list(graph.node).index(node)
+            graph.node.remove(node)
+            for offset, new in enumerate(replacement):
+                graph.node.insert(position + offset, new)
+        changed = True
+    if changed:
+        _save_checked(model, graph_path)
+    return changed
+
+
+def _constants(graph: Any) -> dict[str, Any]:
+    """Every constant the graph names (initializers and ``Constant`` nodes' values) as numpy arrays."""
+    from onnx import numpy_helper
+
+    values = {tensor.name: tensor for tensor in graph.initializer if not tensor.external_data}
+    found = {name: numpy_helper.to_array(tensor) for name, tensor in values.items()}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            found[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    return found
+
+
+def _row_slice(node: Any, table: str, constants: dict[str, Any]) -> bool:
+    """Whether ``node`` is ``Slice(table, start, end, axes=[0], steps=[1])`` with one start and one end."""
+    import numpy as np
+
+    if node.op_type != "Slice" or node.input[0] != table or len(node.input) < 4 or table in node.input[1:]:
+        return False
+    axes = constants.get(node.input[3])
+    steps = constants.get(node.input[4]) if len(node.input) > 4 and node.input[4] else np.array([1])
+    return axes is not None and steps is not None and axes.tolist() == [0] and steps.tolist() == [1]
+
+
+def drop_zero_bias(graph_path: Path) -> bool:
+    """Remove the ``Add`` of an all-zero initializer just before a graph output (through ``LogSoftmax``,
+    ``Softmax``, ``Identity``): the output logits' bias, a buffer no training changes. Biases inside the network
+    are trained parameters and stay even when zero (a random model's are; dropping them would make a random model
+    faster than any trained one). Whether the graph changed."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(graph_path), load_external_data=False)
+    graph = model.graph
+    zeros = {
+        tensor.name
+        for tensor in graph.initializer
+        if not tensor.external_data
+        and tensor.data_type == onnx.TensorProto.FLOAT
+        and not np.any(numpy_helper.to_array(tensor))
+    }
+    outputs = {value.name for value in graph.output}
+    changed = False
+    for node in _output_adds(graph):
+        if not zeros & set(node.input):
+            continue
+        kept = [name for name in node.input if name not in zeros]
+        if len(kept) != 1 or node.output[0] in outputs:
+            continue  # the graph's output itself: removing the Add would rename it
+        bias = next(tensor for tensor in graph.initializer if tensor.name in node.input)
+        if list(bias.dims)[-1:] != [_columns_of(graph, kept[0])] or len(bias.dims) != 1:
+            continue  # not known to add a [N] bias to a [..., N] input: it could broadcast, so it stays
+        for other in graph.node:
+            other.input[:] = [kept[0] if name == node.output[0] else name for name in other.input]
+        graph.node.remove(node)
+        changed = True
+    if changed:
+        used = {name for node in graph.node for name in node.input}
+        for tensor in list(graph.initializer):
+            if tensor.name in zeros and tensor.name not in used:
+                graph.initializer.remove(tensor)
+        _save_checked(model, graph_path)
+    return changed
+
+
+OUTPUT_TAIL = ("LogSoftmax", "Softmax", "Identity")
+
+
+def _output_adds(graph: Any) -> list[Any]:
+    """The ``Add`` nodes whose result reaches a graph output through ``OUTPUT_TAIL`` nodes only."""
+    producers = {output: node for node in graph.node for output in node.output}
+    found = []
+    for value in graph.output:
+        node = producers.get(value.name)
+        while node is not None and node.op_type in OUTPUT_TAIL:
+            node = producers.get(node.input[0])
+        if node is not None and node.op_type == "Add":
+            found.append(node)
+    return found
+
+
+MATMULS = ("MatMul", "MatMulInteger", "MatMulIntegerToFloat", "Gemm")
+ELEMENTWISE = ("Mul", "Div", "Cast", "Identity")
+
+
+def _columns_of(graph: Any, name: str) -> int | None:
+    """The last dimension of value ``name`` when it comes from a product with a weight initializer [.., N] through
+    element-wise scaling (``Mul``/``Div`` by a row or column scale, ``Cast``): N; None if unknown."""
+    producers = {output: node for node in graph.node for output in node.output}
+    weights = {tensor.name: list(tensor.dims) for tensor in graph.initializer}
+    seen = 0
+    while name in producers and seen < 8:
+        node, seen = producers[name], seen + 1
+        if node.op_type in MATMULS:
+            dims = weights.get(node.input[1])
+            return int(dims[-1]) if dims else None
+        if node.op_type not in ELEMENTWISE:
+            return None
+        flowing = [value for value in node.input if value not in weights]
+        name = flowing[0] if flowing else ""
+    return None
+
+
+def _save_checked(model: Any, graph_path: Path) -> None:
+    import onnx
+
+    onnx.save(model, str(graph_path))
+    onnx.checker.check_model(str(graph_path))
+
+
+def tied_tables(encoder_path: Path, decoder_path: Path) -> tuple[str, str] | None:
+    """(encoder table, decoder projection) base names when the encoder's INT8 embedding lookup ``Gather(T_quantized)``
+    [V, d] and the decoder's INT8 output projection ``P_quantized`` [d, V] hold the same tied matrix (each
+    dequantized, within one quantization step of either); None otherwise."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    encoder = onnx.load(str(encoder_path), load_external_data=False).graph
+    decoder = onnx.load(str(decoder_path), load_external_data=False).graph
+    decoder_weights = {t.name: t for t in decoder.initializer if not t.external_data}
+    encoder_weights = {t.name: t for t in encoder.initializer if not t.external_data}
+    lookups = [n.input[0] for n in encoder.node if n.op_type == "Gather" and n.input[0] in encoder_weights]
+    projections = [n.input[1] for n in decoder.node if n.op_type in MATMULS[1:] and n.input[1] in decoder_weights]
+    for table_q in lookups:
+        for projection_q in projections:
+            table, projection = table_q.removesuffix("_quantized"), projection_q.removesuffix("_quantized")
+            if list(encoder_weights[table_q].dims) != list(decoder_weights[projection_q].dims)[::-1]:
+                continue
+            names = (f"{table}_scale", f"{table}_zero_point", f"{projection}_scale", f"{projection}_zero_point")
+            if not all(name in (encoder_weights if i < 2 else decoder_weights) for i, name in enumerate(names)):
+                continue
+            values = [numpy_helper.to_array(encoder_weights[name]) for name in names[:2]]
+            values += [numpy_helper.to_array(decoder_weights[name]) for name in names[2:]]
+            table_scale, table_zero, projection_scale, projection_zero = values
+            rows = numpy_helper.to_array(encoder_weights[table_q]).astype(np.float32) - table_zero.astype(np.float32)
+            rows *= table_scale
+            columns = numpy_helper.to_array(decoder_weights[projection_q]).astype(np.float32)
+            columns = (columns - projection_zero.astype(np.float32)) * projection_scale
+            step = float(np.max(table_scale)) + float(np.max(projection_scale))
+            if np.abs(rows - columns.T).max() <= step:
+                return table, projection
+    return None
+
+
+def compact_bundle(bundle_dir: Path) -> dict[str, Any]:
+    """Apply every rewrite to the bundle in ``bundle_dir`` in place; returns the manifest's ``compacted`` record.
+
+    New files are written in a staging folder inside the bundle, then moved over the old ones; the manifest last.
+    """
+    import shutil
+
+    from build.quantize import share_embedding_between_graphs
+    from handler.model import bundle
+
+    manifest_path = bundle_dir / bundle.MANIFEST
+    record = json.loads(manifest_path.read_text(encoding="utf-8"))
+    staging = bundle_dir / ".compact-staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    done: list[str] = []
+    try:
+        for name in bundle.MODEL_FILES:
+            shutil.copyfile(bundle_dir / name, staging / name)
+        encoder, decoder = (staging / name for name in bundle.MODEL_FILES)
+        shared = bundle_dir / bundle.SHARED_EMBEDDING
+        if not shared.is_file() and (tied := tied_tables(encoder, decoder)) is not None:
+            share_embedding_between_graphs(encoder, decoder, *tied, staging / bundle.SHARED_EMBEDDING)
+            done.append(f"tied embedding stored once ({bundle.SHARED_EMBEDDING}): {tied[0]} reads {tied[1]}")
+        for graph in (encoder, decoder):
+            if compute_sinusoidal_positions(graph):
+                done.append(f"{graph.name}: sinusoidal positions computed")
+            if drop_zero_bias(graph):
+                done.append(f"{graph.name}: all-zero bias removed")
+        joint = record.get("family", bundle.FAMILY_MARIAN) == bundle.FAMILY_MARIAN and (
+            (bundle_dir / bundle.TARGET_SPM).is_file()
+            and (bundle_dir / bundle.TARGET_SPM).read_bytes() == (bundle_dir / bundle.SOURCE_SPM).read_bytes()
+        )
+        if joint:
+            done.append(f"joint vocabulary: {bundle.SOURCE_SPM} stored once")
+        if not done:
+            return dict(record.get("quantization", {}).get("compacted", {}))
+        for path in sorted(staging.iterdir(), key=lambda path: path.name != bundle.SHARED_EMBEDDING):
+            os.replace(path, bundle_dir / path.name)
+            record["files"][path.name] = asdict(bundle.file_entry(bundle_dir / path.name))
+        if joint:
+            record.setdefault("tokenizer", {})[bundle.TARGET_SPM_KEY] = bundle.SOURCE_SPM
+            record["files"].pop(bundle.TARGET_SPM)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    quantization = record.setdefault("quantization", {})
+    graph_files = [name for name in (*bundle.MODEL_FILES, bundle.SHARED_EMBEDDING) if name in record["files"]]
+    quantization["int8_graph_bytes"] = sum(record["files"][name]["bytes"] for name in graph_files)
+    if fp32_bytes := quantization.get("fp32_graph_bytes"):
+        quantization["int8_share_of_fp32"] = round(quantization["int8_graph_bytes"] / fp32_bytes, 4)
+    quantization["compacted"] = {
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "by": "python -m build.compact",
+        "rewrites": done,
+        "note": "the verification figures were measured at export, before these rewrites",
+    }
+    if bundle.MODEL_CARD in record["files"]:
+        from build.model_card import write_model_card
+
+        card = write_model_card(bundle_dir, bundle.Manifest.from_dict(record))
+        record["files"][bundle.MODEL_CARD] = asdict(bundle.file_entry(card))
+    temporary = manifest_path.with_name(f".{bundle.MANIFEST}.tmp")
+    temporary.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temporary, manifest_path)
+    if joint:
+        (bundle_dir / bundle.TARGET_SPM).unlink()
+    return dict(quantization["compacted"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m build.compact", description=__doc__.split("\n\n")[0])
+    parser.add_argument("bundle_dir", type=Path, help="a bundle folder (model_artifacts/<name>), rewritten in place")
+    args = parser.parse_args(argv)
+    print(json.dumps(compact_bundle(args.bundle_dir), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
