@@ -69,6 +69,11 @@ def get_service(config: RuntimeConfig | None = None) -> TranslationService:
             bundle_dir=str(key),
             load_s=loaded.timings.get("load_s"),
             warmup_s=loaded.timings.get("warmup_s"),
+            # the load's three parts, side by side (their longest is most of load_s): the files' sha256, the
+            # tokenizer, the ONNX Runtime sessions
+            check_s=loaded.timings.get("check_s"),
+            tokenizer_s=loaded.timings.get("tokenizer_s"),
+            sessions_s=loaded.timings.get("sessions_s"),
             error=None,
         )
         return service
@@ -86,6 +91,9 @@ def _process_start_since_boot(pid: int) -> float | None:
 
 def cold_start_report() -> dict[str, object]:
     """``{"warm", "import_s", "process_to_import_s", "load_s", "warmup_s", "error", "forked_worker", ...}``.
+
+    Once warm it also has ``check_s``, ``tokenizer_s`` and ``sessions_s``: the parts of ``load_s``, which run at
+    the same time (``handler.model.loader.load_model``).
 
     Figures are in seconds. ``import_s`` runs from the first import of the ``handler`` package to the end of this
     module's imports; ``process_to_import_s`` from the start of the process that imported it to that first import:

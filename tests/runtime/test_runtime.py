@@ -64,6 +64,7 @@ def test_translating_never_imports_torch_or_transformers_and_writes_nothing(
     report = result["report"]
     assert isinstance(report, dict) and report["warm"] is True and report["error"] is None
     assert report["import_s"] > 0 and report["load_s"] > 0 and report["warmup_s"] > 0
+    assert all(report[part] > 0 for part in ("check_s", "tokenizer_s", "sessions_s"))  # the load's parts
 
 
 @pytest.mark.slow
