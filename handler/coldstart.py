@@ -27,10 +27,27 @@ from pathlib import Path
 from handler import IMPORT_BEGAN, IMPORT_BEGAN_SINCE_BOOT
 from handler.config import RuntimeConfig
 from handler.errors import ConfigurationError, ModelUnavailableError, TranslatorError
-from handler.model import licence as bundle_licence
-from handler.model.loader import load_model
-from handler.model.sessions import child_reopen_seconds
-from handler.service import TranslationService
+from handler.model import file_hashes
+
+
+def _begin_hashing_the_configured_bundle() -> None:
+    """Start the sha256 of the environment's bundle's files on background threads before the imports below (ONNX
+    Runtime, numpy, the service: a few tenths of a second on one core), so that the loader finds them mostly done
+    (``handler.model.file_hashes``; the loader still compares every one with the manifest before the start ends)."""
+    try:
+        config = RuntimeConfig.from_env()
+    except ConfigurationError:
+        return  # start() reports it
+    if config.verify_hashes:
+        file_hashes.begin(config.bundle_dir)
+
+
+_begin_hashing_the_configured_bundle()
+
+from handler.model import licence as bundle_licence  # noqa: E402
+from handler.model.loader import load_model  # noqa: E402
+from handler.model.sessions import child_reopen_seconds  # noqa: E402
+from handler.service import TranslationService  # noqa: E402
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from handler.config import ENV_BUNDLE_DIR, RuntimeConfig
 from handler.errors import BundleError
-from handler.model import bundle
+from handler.model import bundle, file_hashes
 from handler.model.batching import pad_batch
 from handler.model.bundle import Manifest, ModelSpec
 from handler.model.decoding import Hypothesis
@@ -106,24 +106,14 @@ def load_bundle(bundle_dir: Path | str, *, verify_hashes: bool = True) -> Manife
     return manifest
 
 
-# threads that hash a bundle's files side by side, the largest file first (hashlib hashes without the GIL): the
-# check then takes about as long as its largest file, not as all of them (a full-size CSANMT: the encoder is 3/4)
-HASH_THREADS = 2
-
-
-def verify_file_hashes(bundle_dir: Path | str, manifest: Manifest, *, threads: int = HASH_THREADS) -> None:
+def verify_file_hashes(bundle_dir: Path | str, manifest: Manifest, *, threads: int = file_hashes.THREADS) -> None:
     """Raise ``BundleError`` naming the first file of ``manifest`` (by name) whose sha256 is not the one it lists.
 
-    Every file is hashed, on ``threads`` threads, largest first, before any is judged."""
+    Every file is hashed (``file_hashes.sha256s``: on ``threads`` threads, largest first, using what a cold start
+    began before its imports) before any is judged."""
     bundle_dir = Path(bundle_dir)
     hint = _rebuild_hint(bundle_dir, manifest.source_model)
-    largest_first = sorted(manifest.files, key=lambda name: -manifest.files[name].bytes)
-
-    def sha256_of(name: str) -> str:
-        return bundle.sha256_of(bundle_dir / name)
-
-    with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="sha256") as pool:
-        digests = dict(zip(largest_first, pool.map(sha256_of, largest_first), strict=True))
+    digests = file_hashes.sha256s(bundle_dir, sorted(manifest.files), threads=threads)
     for name, entry in sorted(manifest.files.items()):
         path = bundle_dir / name
         digest = digests[name]
