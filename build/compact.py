@@ -11,6 +11,8 @@ and this command applies to a bundle built before them (the shipped default mode
 * ``drop_zero_bias``: the output logits' ``Add`` of an initializer that is all zeros (Marian's
   ``final_logits_bias``, a buffer transformers never trains: 65,001 floats added to every row of logits at every
   step) is removed.
+* ``externalize_weights``: every weight of 64 KiB and more in ``<graph>.data`` beside the graph, page-aligned, which
+  ONNX Runtime maps into memory instead of copying it out of the parsed graph (``handler.model.bundle.weights_file``).
 * with ``python -m build.compact``, also the tied embedding stored once for both graphs
   (``build.quantize.share_embedding_between_graphs``: the embedding lookup then reads the output projection's
   per-token INT8 columns) and a joint vocabulary's SentencePiece model stored once
@@ -64,6 +66,8 @@ def compute_sinusoidal_positions(graph_path: Path) -> bool:
     for table_name, tensor in list(weights.items()):
         if tensor.data_type != onnx.TensorProto.FLOAT or len(tensor.dims) != 2 or tensor.dims[1] % 2:
             continue
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            continue  # a computed table is tiny: an external one was never rewritten, and is not a sinusoid here
         users = [node for node in graph.node if table_name in node.input]
         if not users or any(not _row_slice(node, table_name, constants) for node in users):
             continue
@@ -215,6 +219,89 @@ def _save_checked(model: Any, graph_path: Path) -> None:
     onnx.checker.check_model(str(graph_path))
 
 
+EXTERNAL_MIN_BYTES = 64 * 1024  # smaller initializers stay in the graph file (each external one is page-aligned)
+
+
+def externalize_weights(graph_path: Path, reuse: Path | None = None) -> bool:
+    """Move the graph's initializers of ``EXTERNAL_MIN_BYTES`` and more into ``<graph>.data`` beside it
+    (``handler.model.bundle.weights_file``), each at a multiple of ``bundle.WEIGHTS_ALIGNMENT``, so that ONNX Runtime
+    maps them from the file instead of copying them out of the parsed graph. Initializers already external
+    elsewhere (the shared embedding) stay where they are; ones already in ``<graph>.data`` are rewritten with the
+    rest. ``reuse``: another graph of the bundle, already externalized: a weight it stores under the same name with
+    the same bytes (Marian's per-token output scales, which the encoder's embedding lookup reads too) is read from
+    its file instead of stored twice. The values are the same bytes. Whether the graph changed."""
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    from handler.model import bundle
+
+    model = onnx.load(str(graph_path), load_external_data=False)
+    name = bundle.weights_file(graph_path.name)
+    data_path = graph_path.with_name(name)
+
+    def location(tensor: Any) -> str | None:
+        entries = {entry.key: entry.value for entry in tensor.external_data}
+        return entries.get("location") if tensor.data_location == onnx.TensorProto.EXTERNAL else None
+
+    inline = [t for t in model.graph.initializer if location(t) is None and len(t.raw_data) >= EXTERNAL_MIN_BYTES]
+    if not inline:
+        return False
+    if reuse is not None:
+        elsewhere = _stored_in(reuse)
+        for tensor in list(inline):
+            found = elsewhere.get(tensor.name)
+            if found is not None and found[3] == tensor.raw_data:
+                set_external_data(tensor, location=found[0], offset=found[1], length=found[2])
+                tensor.ClearField("raw_data")
+                tensor.data_location = onnx.TensorProto.EXTERNAL
+                inline.remove(tensor)
+        if not inline:  # everything it held is read from the other graph's file
+            _save_checked(model, graph_path)
+            return True
+    ours = [tensor for tensor in model.graph.initializer if location(tensor) == name]
+    if ours:  # read back what the old file holds before it is replaced
+        onnx.external_data_helper.load_external_data_for_tensor(ours[0], str(graph_path.parent))
+        for tensor in ours[1:]:
+            onnx.external_data_helper.load_external_data_for_tensor(tensor, str(graph_path.parent))
+        for tensor in ours:
+            tensor.data_location = onnx.TensorProto.DEFAULT
+            del tensor.external_data[:]
+    temporary = graph_path.with_name(f".{name}.tmp")
+    offset = 0
+    with temporary.open("wb") as handle:
+        for tensor in [*ours, *inline]:
+            padding = -offset % bundle.WEIGHTS_ALIGNMENT
+            handle.write(b"\0" * padding)
+            offset += padding
+            handle.write(tensor.raw_data)
+            set_external_data(tensor, location=name, offset=offset, length=len(tensor.raw_data))
+            offset += len(tensor.raw_data)
+            tensor.ClearField("raw_data")
+            tensor.data_location = onnx.TensorProto.EXTERNAL
+    os.replace(temporary, data_path)
+    _save_checked(model, graph_path)
+    return True
+
+
+def _stored_in(graph_path: Path) -> dict[str, tuple[str, int, int, bytes]]:
+    """Initializers of ``graph_path`` stored in its own weights file: name -> (file, offset, length, bytes)."""
+    import onnx
+
+    from handler.model import bundle
+
+    name = bundle.weights_file(graph_path.name)
+    found = {}
+    data = graph_path.with_name(name)
+    for tensor in onnx.load(str(graph_path), load_external_data=False).graph.initializer:
+        entries = {entry.key: entry.value for entry in tensor.external_data}
+        if tensor.data_location == onnx.TensorProto.EXTERNAL and entries.get("location") == name:
+            offset, length = int(entries.get("offset", 0)), int(entries["length"])
+            with data.open("rb") as handle:
+                handle.seek(offset)
+                found[tensor.name] = (name, offset, length, handle.read(length))
+    return found
+
+
 def tied_tables(encoder_path: Path, decoder_path: Path) -> tuple[str, str] | None:
     """(encoder table, decoder projection) base names when the encoder's INT8 embedding lookup ``Gather(T_quantized)``
     [V, d] and the decoder's INT8 output projection ``P_quantized`` [d, V] hold the same tied matrix (each
@@ -250,6 +337,13 @@ def tied_tables(encoder_path: Path, decoder_path: Path) -> tuple[str, str] | Non
     return None
 
 
+def graph_file_names() -> list[str]:
+    """Every file of a bundle that holds graph weights: the graphs, their external weights, the shared embedding."""
+    from handler.model import bundle
+
+    return [*bundle.MODEL_FILES, *map(bundle.weights_file, bundle.MODEL_FILES), bundle.SHARED_EMBEDDING]
+
+
 def compact_bundle(bundle_dir: Path) -> dict[str, Any]:
     """Apply every rewrite to the bundle in ``bundle_dir`` in place; returns the manifest's ``compacted`` record.
 
@@ -269,9 +363,13 @@ def compact_bundle(bundle_dir: Path) -> dict[str, Any]:
     try:
         for name in bundle.MODEL_FILES:
             shutil.copyfile(bundle_dir / name, staging / name)
+            if (bundle_dir / bundle.weights_file(name)).is_file():
+                shutil.copyfile(bundle_dir / bundle.weights_file(name), staging / bundle.weights_file(name))
         encoder, decoder = (staging / name for name in bundle.MODEL_FILES)
         shared = bundle_dir / bundle.SHARED_EMBEDDING
-        if not shared.is_file() and (tied := tied_tables(encoder, decoder)) is not None:
+        if shared.is_file():  # the graphs in staging reference it beside them (checked by onnx.checker)
+            shutil.copyfile(shared, staging / bundle.SHARED_EMBEDDING)
+        elif (tied := tied_tables(encoder, decoder)) is not None:
             share_embedding_between_graphs(encoder, decoder, *tied, staging / bundle.SHARED_EMBEDDING)
             done.append(f"tied embedding stored once ({bundle.SHARED_EMBEDDING}): {tied[0]} reads {tied[1]}")
         for graph in (encoder, decoder):
@@ -279,6 +377,9 @@ def compact_bundle(bundle_dir: Path) -> dict[str, Any]:
                 done.append(f"{graph.name}: sinusoidal positions computed")
             if drop_zero_bias(graph):
                 done.append(f"{graph.name}: all-zero bias removed")
+        for graph, reuse in ((decoder, None), (encoder, decoder)):
+            if externalize_weights(graph, reuse):
+                done.append(f"{graph.name}: weights in {bundle.weights_file(graph.name)}, mapped at load")
         joint = record.get("family", bundle.FAMILY_MARIAN) == bundle.FAMILY_MARIAN and (
             (bundle_dir / bundle.TARGET_SPM).is_file()
             and (bundle_dir / bundle.TARGET_SPM).read_bytes() == (bundle_dir / bundle.SOURCE_SPM).read_bytes()
@@ -287,7 +388,11 @@ def compact_bundle(bundle_dir: Path) -> dict[str, Any]:
             done.append(f"joint vocabulary: {bundle.SOURCE_SPM} stored once")
         if not done:
             return dict(record.get("quantization", {}).get("compacted", {}))
-        for path in sorted(staging.iterdir(), key=lambda path: path.name != bundle.SHARED_EMBEDDING):
+
+        def order(path: Path) -> int:  # what the new graphs read goes in before them
+            return 0 if path.name == bundle.SHARED_EMBEDDING else 1 if path.suffix == ".data" else 2
+
+        for path in sorted(staging.iterdir(), key=order):
             os.replace(path, bundle_dir / path.name)
             record["files"][path.name] = asdict(bundle.file_entry(bundle_dir / path.name))
         if joint:
@@ -296,7 +401,7 @@ def compact_bundle(bundle_dir: Path) -> dict[str, Any]:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     quantization = record.setdefault("quantization", {})
-    graph_files = [name for name in (*bundle.MODEL_FILES, bundle.SHARED_EMBEDDING) if name in record["files"]]
+    graph_files = [name for name in graph_file_names() if name in record["files"]]
     quantization["int8_graph_bytes"] = sum(record["files"][name]["bytes"] for name in graph_files)
     if fp32_bytes := quantization.get("fp32_graph_bytes"):
         quantization["int8_share_of_fp32"] = round(quantization["int8_graph_bytes"] / fp32_bytes, 4)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from build import families, verify
+from build.compact import externalize_weights, graph_file_names
 from build.errors import ExportError
 from build.families import Checkpoint
 from build.optimize import optimize_bundle_graphs
@@ -145,13 +146,16 @@ def export_bundle(
             int8 = quantize_pair(fp32, staging, quantization)
             _say(progress, "optimizing the INT8 graphs (ONNX Runtime, extended level, saved in the bundle)")
             graph_optimization = optimize_bundle_graphs(staging, spec)
+            encoder_graph, decoder_graph = (staging / name for name in bundle.MODEL_FILES)
+            externalize_weights(decoder_graph)  # the same bytes, mapped at load (build.compact)
+            externalize_weights(encoder_graph, reuse=decoder_graph)
             _say(progress, "comparing INT8 graphs with FP32 graphs")
             int8_figures = checkpoint.compare_int8(fp32, int8, sentences, fp32_greedy)
             _say(progress, f"  {int8_figures.to_dict()}")
             verify.check(int8_figures, thresholds)
             fp32_bytes = sum(path.stat().st_size for path in Path(scratch).iterdir())  # external data included
         checkpoint.copy_tokenizer(staging)
-        graph_files = [*bundle.MODEL_FILES, bundle.SHARED_EMBEDDING]
+        graph_files = graph_file_names()
         int8_bytes = sum((staging / name).stat().st_size for name in graph_files if (staging / name).is_file())
         training = dict(checkpoint.training)
         training.update(extra.pop("training", {}))

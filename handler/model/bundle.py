@@ -53,6 +53,23 @@ MODEL_FILES = (ENCODER_ONNX, DECODER_ONNX)
 # It holds the INT8 initializer SHARED_EMBEDDING_INITIALIZER, [d_model, vocab_size], the decoder's output projection
 # (the encoder and the decoder look tokens up in its columns); the runtime loads it once for both sessions.
 SHARED_EMBEDDING = "embedding.bin"
+# A graph's weights of 64 KiB and more are ONNX external data in ``<graph>.data`` beside it (``encoder.onnx.data``),
+# each at an offset that is a multiple of WEIGHTS_ALIGNMENT: ONNX Runtime maps the file into memory instead of
+# reading the weights into a buffer beside the parsed graph (build.compact.externalize_weights; a full-size CSANMT's
+# load peaked 283 MB lower and its sessions opened three times faster, docs/decisions.md).
+WEIGHTS_ALIGNMENT = 4096
+
+
+def weights_file(graph: str) -> str:
+    """The name of the external weights file of graph file ``graph``: ``encoder.onnx`` -> ``encoder.onnx.data``."""
+    return f"{graph}.data"
+
+
+def graph_bytes(graph: Path) -> int:
+    """Bytes of a graph file and of its external weights file beside it (either may be missing: 0)."""
+    return sum(path.stat().st_size for path in (graph, graph.with_name(weights_file(graph.name))) if path.is_file())
+
+
 SHARED_EMBEDDING_INITIALIZER = "shared_embedding_int8"
 # CSANMT's tokenizer files (default names; the manifest's "tokenizer" section names them)
 CSANMT_BPE_CODES = "bpe.zh"

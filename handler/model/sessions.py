@@ -105,8 +105,9 @@ def share_embedding(folder: Path, spec: ModelSpec, *options: ort.SessionOptions)
 
 
 def loads_lean(*graphs: Path) -> bool:
-    """Whether graphs of this size open lean (``LEAN_LOADING_BYTES``); missing files count as empty."""
-    return sum(path.stat().st_size for path in graphs if path.is_file()) > LEAN_LOADING_BYTES
+    """Whether graphs of this size (each with its external weights, ``bundle.graph_bytes``) open lean
+    (``LEAN_LOADING_BYTES``); missing files count as empty."""
+    return sum(bundle.graph_bytes(path) for path in graphs) > LEAN_LOADING_BYTES
 
 
 _open_models: weakref.WeakSet[OnnxEncoderDecoder] = weakref.WeakSet()

@@ -121,6 +121,7 @@ def test_the_export_stores_positions_and_a_joint_tokenizer_once(tiny_bundle_dir:
     from handler.model.loader import load_model
 
     manifest = json.loads((tiny_bundle_dir / bundle.MANIFEST).read_text(encoding="utf-8"))
+    assert bundle.weights_file(bundle.DECODER_ONNX) in manifest["files"]  # mapped at load, hashed like the graph
     for name in bundle.MODEL_FILES:
         graph = onnx.load(str(tiny_bundle_dir / name), load_external_data=False).graph
         assert "positions" not in {tensor.name for tensor in graph.initializer}, name
@@ -169,9 +170,18 @@ def test_compacting_an_older_bundle_shares_what_it_stored_twice(tiny_marian_dir:
 
     record = compact_bundle(old)
 
-    assert len(record["rewrites"]) == 4, record  # embedding shared, positions x 2, joint .spm (the bias is not zero)
+    # embedding shared, positions x 2, joint .spm (the bias is not zero); a tiny graph's weights are too small to
+    # leave it, except where the encoder's copy of the per-token scales was (now read from the decoder's file)
+    assert [rewrite.split(":")[0] for rewrite in record["rewrites"]] == [
+        "tied embedding stored once (embedding.bin)",
+        "encoder.onnx",
+        "decoder.onnx",
+        "decoder.onnx",
+        "joint vocabulary",
+    ], record
+    weights = [bundle.weights_file(bundle.DECODER_ONNX)]
     assert sorted(path.name for path in old.iterdir()) == sorted(
-        [*bundle.MODEL_FILES, bundle.SHARED_EMBEDDING, bundle.SOURCE_SPM, bundle.VOCAB_JSON, bundle.MANIFEST]
+        [*bundle.MODEL_FILES, *weights, bundle.SHARED_EMBEDDING, bundle.SOURCE_SPM, bundle.VOCAB_JSON, bundle.MANIFEST]
     )
     vocab, d_model = checkpoint.spec.vocab_size, checkpoint.spec.d_model
     saved = before_bytes - sum(path.stat().st_size for path in old.iterdir())
@@ -195,3 +205,52 @@ def test_a_zero_bias_inside_the_network_is_kept(tmp_path: Path) -> None:
     graph.graph.node[2].CopyFrom(helper.make_node("Relu", ["biased"], ["y"]))
     onnx.save(graph, str(path))
     assert not drop_zero_bias(path)
+
+
+def weights_graph(path: Path, weights: np.ndarray, name: str = "W") -> Path:
+    """x [n, 128] -> MatMul(W [128, 256]) -> y: one initializer of 128 KiB."""
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", name], ["y"])],
+        "weights",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 128])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 256])],
+        [numpy_helper.from_array(weights, name), numpy_helper.from_array(np.ones(4, dtype=np.float32), "small")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_weights_move_to_an_aligned_file_beside_the_graph_and_compute_the_same(tmp_path: Path) -> None:
+    from build.compact import externalize_weights
+
+    rng = np.random.default_rng(2)
+    weights = rng.normal(size=(128, 256)).astype(np.float32)
+    path = weights_graph(tmp_path / "decoder.onnx", weights)
+    x = {"x": rng.normal(size=(3, 128)).astype(np.float32)}
+    before, inline_bytes = run(path, x), path.stat().st_size
+    assert externalize_weights(path)
+    assert not externalize_weights(path)  # nothing left inline
+    data = tmp_path / bundle.weights_file("decoder.onnx")
+    assert data.stat().st_size == weights.nbytes and path.stat().st_size < inline_bytes / 100
+    tensors = {tensor.name: tensor for tensor in onnx.load(str(path), load_external_data=False).graph.initializer}
+    entries = {entry.key: entry.value for entry in tensors["W"].external_data}
+    assert entries["location"] == data.name and int(entries.get("offset", 0)) % bundle.WEIGHTS_ALIGNMENT == 0
+    assert tensors["small"].data_location == TensorProto.DEFAULT  # small initializers stay in the graph
+    assert np.array_equal(run(path, x), before)
+
+
+def test_a_weight_both_graphs_hold_is_stored_once(tmp_path: Path) -> None:
+    from build.compact import externalize_weights
+
+    rng = np.random.default_rng(3)
+    shared, own = (rng.normal(size=(128, 256)).astype(np.float32) for _ in range(2))
+    decoder = weights_graph(tmp_path / "decoder.onnx", shared, "scales")
+    same = weights_graph(tmp_path / "encoder.onnx", shared, "scales")
+    x = {"x": rng.normal(size=(2, 128)).astype(np.float32)}
+    expected = run(same, x)
+    assert externalize_weights(decoder) and externalize_weights(same, reuse=decoder)
+    assert not (tmp_path / bundle.weights_file("encoder.onnx")).exists()  # all it held is in the decoder's file
+    assert np.array_equal(run(same, x), expected)
+    other = weights_graph(tmp_path / "other.onnx", own, "scales")  # same name, other values: its own copy
+    assert externalize_weights(other, reuse=decoder)
+    assert (tmp_path / bundle.weights_file("other.onnx")).stat().st_size == own.nbytes

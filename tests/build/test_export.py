@@ -29,7 +29,10 @@ def _manifest(bundle_dir: Path) -> Manifest:
 def test_the_bundle_holds_exactly_the_contract_files_with_matching_hashes(tiny_bundle_dir: Path) -> None:
     manifest = _manifest(tiny_bundle_dir)
     on_disk = {path.name for path in tiny_bundle_dir.iterdir()}
-    assert on_disk == {bundle.MANIFEST, *bundle.MODEL_FILES, *bundle.TOKENIZER_FILES}
+    # the graphs' weights, mapped at load (the encoder's may all be read from the decoder's file: build.compact)
+    weights = {bundle.weights_file(bundle.DECODER_ONNX)} | (on_disk & {bundle.weights_file(bundle.ENCODER_ONNX)})
+    joint = {bundle.SOURCE_SPM, bundle.VOCAB_JSON}  # the tiny model's vocabulary is joint: one .spm
+    assert on_disk == {bundle.MANIFEST, *bundle.MODEL_FILES, *weights, *joint}
     assert set(manifest.files) == on_disk - {bundle.MANIFEST}
     for name, entry in manifest.files.items():
         assert bundle.file_entry(tiny_bundle_dir / name) == entry, name
