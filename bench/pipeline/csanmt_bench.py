@@ -11,7 +11,8 @@ layout (``make bench-csanmt`` does both, then this). Every figure comes from a f
   cold start), and the process's RSS after it;
 * **speed**: batch-1 and batch-16 tokens/s, greedy and beam 4, each output forced to at least ``FORCED_TOKENS``
   tokens (end of sentence banned until then; the tokens counted are those produced) on the same sentences of the
-  repository's dev set;
+  repository's dev set, with where the time went: the encoder call(s), the decoder steps (ONNX Runtime) and the
+  rest, the search's own Python work (choosing the candidates, reordering the caches);
 * **longest request**: peak RSS (``VmHWM`` of that process, ``bench/pipeline/memory.py``) and seconds while the service
   translates one request of ``--request-chars`` characters (default ``TRANSLATE_MAX_CHARS``, the longest an HTTP
   request may be) with its default options (beam 4, its own splitting and batching). A random model never
@@ -96,6 +97,7 @@ def measure_speed(bundle_dir: Path, threads: int, repeats: int) -> dict[str, Any
 
     service = coldstart.get_service(_config(bundle_dir, threads))
     loaded = service.model
+    spent = _time_model_calls(loaded.model)
     encoded = loaded.tokenizer.encode_batch(bench_sentences())
     steps = FORCED_TOKENS + 1  # FORCED_TOKENS tokens, then the end of sentence
     result: dict[str, Any] = {"source_tokens": statistics.mean(len(ids) for ids in encoded)}
@@ -104,10 +106,14 @@ def measure_speed(bundle_dir: Path, threads: int, repeats: int) -> dict[str, Any
         for beam in BEAM_SIZES:
             request = SearchRequest(beam, steps, repetition_guard=False, min_new_tokens=FORCED_TOKENS)
             times, produced = [], 0
+            parts: dict[str, list[float]] = {"encode": [], "step": []}
             for _ in range(repeats):
+                spent.update(encode=0.0, step=0.0)
                 started = time.perf_counter()
                 outputs = [hypothesis.ids for hypothesis in loaded.search(rows, request)]
                 times.append(time.perf_counter() - started)
+                for part in parts:
+                    parts[part].append(spent[part])
                 # a family whose maximum length excludes the end of sentence (CSANMT) stops at FORCED_TOKENS + 1
                 produced = sum(len(tokens) for tokens in outputs)
                 if min(len(tokens) for tokens in outputs) < FORCED_TOKENS:
@@ -115,8 +121,32 @@ def measure_speed(bundle_dir: Path, threads: int, repeats: int) -> dict[str, Any
             seconds = statistics.median(times)
             result[f"b{batch_size}_beam{beam}_tokens_per_s"] = produced / seconds
             result[f"b{batch_size}_beam{beam}_s"] = seconds
+            result[f"b{batch_size}_beam{beam}_encode_s"] = statistics.median(parts["encode"])
+            result[f"b{batch_size}_beam{beam}_steps_s"] = statistics.median(parts["step"])
+            result[f"b{batch_size}_beam{beam}_python_s"] = statistics.median(
+                total - encode - step for total, encode, step in zip(times, parts["encode"], parts["step"], strict=True)
+            )
     result["peak_rss_mb"] = peak_rss_mb()
     return result
+
+
+def _time_model_calls(model: Any) -> dict[str, float]:
+    """Seconds spent in ``model.encode`` and ``model.step`` since the caller last reset them (this process only)."""
+    spent = {"encode": 0.0, "step": 0.0}
+
+    def timed(part: str, call: Any) -> Any:
+        def run(*args: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return call(*args)
+            finally:
+                spent[part] += time.perf_counter() - began
+
+        return run
+
+    model.encode = timed("encode", model.encode)
+    model.step = timed("step", model.step)
+    return spent
 
 
 def measure_longest_request(bundle_dir: Path, threads: int, characters: int) -> dict[str, Any]:
@@ -199,9 +229,15 @@ def report(bundle_dir: Path, threads: int, figures: dict[str, dict[str, Any]]) -
         for beam in BEAM_SIZES:
             name = "greedy" if beam == 1 else f"beam {beam}"
             key = f"b{batch_size}_beam{beam}"
+            split = (
+                f": encoder {speed[key + '_encode_s']:.2f}, decoder steps {speed[key + '_steps_s']:.2f}, "
+                f"Python {speed[key + '_python_s']:.2f}"
+                if key + "_encode_s" in speed
+                else ""
+            )
             lines.append(
                 f"| batch {batch_size}, {name}, {FORCED_TOKENS} forced tokens | "
-                f"{speed[key + '_tokens_per_s']:,.1f} tokens/s ({speed[key + '_s']:.2f} s) | |"
+                f"{speed[key + '_tokens_per_s']:,.1f} tokens/s ({speed[key + '_s']:.2f} s{split}) | |"
             )
     lines.append("")
     lines.append(f"source tokens per speed sentence: {speed['source_tokens']:.1f}; raw figures: {json.dumps(figures)}")
