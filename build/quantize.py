@@ -106,9 +106,8 @@ def quantize_pair(
     opus-mt-zh-en's shape, a third of the bundle). Then a sinusoidal position table is computed in the graphs
     instead of stored, and an all-zero bias is dropped (``build.compact``).
     """
-    from handler.model import bundle
-
     from build.compact import compute_sinusoidal_positions, drop_zero_bias
+    from handler.model import bundle
 
     encoder = quantize_graph(fp32[0], staging / bundle.ENCODER_ONNX, settings)
     decoder = quantize_graph(fp32[1], staging / bundle.DECODER_ONNX, settings)

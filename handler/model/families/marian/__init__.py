@@ -103,9 +103,7 @@ class MarianFamily:
 
     def load_tokenizer(self, bundle_dir: Path, manifest: Manifest) -> SentencePieceTokenizer:
         spec = manifest.model
-        tokenizer = SentencePieceTokenizer.from_bundle(
-            bundle_dir, spec, manifest.normalization, target_spm(manifest)
-        )
+        tokenizer = SentencePieceTokenizer.from_bundle(bundle_dir, spec, manifest.normalization, target_spm(manifest))
         if tokenizer.vocab_size > spec.vocab_size:
             raise BundleError(
                 f"{bundle_dir / bundle.VOCAB_JSON} has {tokenizer.vocab_size:,} entries, but {bundle.MANIFEST} says "
