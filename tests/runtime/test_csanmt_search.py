@@ -32,8 +32,9 @@ def test_an_end_of_sentence_first_is_an_empty_output_with_its_score() -> None:
     result = csanmt_beam_search(model, *SOURCE, beam_size=4, max_length=10)
     assert result.best == [[]]
     assert result.scores[0, 0] == pytest.approx(math.log(0.9) / lp(1), rel=1e-6)
-    # the bound is met after one step: log p of the best running hypothesis / lp(10) < log 0.9
-    assert model.step_rows == [4]
+    # the bound is met after one step: log p of the best running hypothesis / lp(10) < log 0.9; that first step
+    # decodes one row per sentence (its beams are all the empty hypothesis)
+    assert model.step_rows == [1]
 
 
 def test_scores_are_log_probabilities_over_the_gnmt_penalty() -> None:
@@ -67,7 +68,7 @@ def test_sentences_that_are_done_leave_the_batch() -> None:
     input_ids = np.array([[5, 0, 0], [6, 7, 0]])
     result = csanmt_beam_search(model, input_ids, (input_ids > 0).astype(np.int64) | 1, beam_size=3, max_length=8)
     assert result.best == [[], []]
-    assert model.step_rows == [6]
+    assert model.step_rows == [2]
 
 
 def test_the_minimum_length_forbids_an_early_end() -> None:

@@ -201,10 +201,12 @@ def csanmt_beam_search(
     beams = beam_size
     batch = input_ids.shape[0]
     cross = encode_by_width(model, input_ids, attention_mask)
-    expand = np.repeat(np.arange(batch), beams)
-    cross = [array[expand] for array in cross]
-    mask = np.asarray(attention_mask, dtype=np.int64)[expand]
-    past = model.empty_past(batch * beams)
+    mask = np.asarray(attention_mask, dtype=np.int64)
+    # every beam of a sentence starts as the same empty hypothesis: the first step decodes one row per sentence and
+    # copies its outputs to the sentence's beams (a row decodes the same in any batch); the per-sentence arrays
+    # are expanded to one row per beam after it
+    expanded = False
+    past = model.empty_past(batch)
     # per sentence still searching: the penalty at its maximum length (its stopping rule's bound)
     max_penalty = np.array([gnmt_length_penalty(int(n), alpha) for n in item_lengths], dtype=np.float32)
     longest = int(item_lengths.max()) if batch else 0
@@ -247,15 +249,26 @@ def csanmt_beam_search(
                 fin_flags, fin_seqs, fin_scores = fin_flags[keep], fin_seqs[keep], fin_scores[keep]
                 alive_fired, fin_fired = alive_fired[keep], fin_fired[keep]
                 item_lengths, max_penalty = item_lengths[keep], max_penalty[keep]
-                past = [array[rows] for array in past]
-                cross = [array[rows] for array in cross]
-                mask = mask[rows]
+                index = rows if expanded else keep
+                past = [array[index] for array in past]
+                cross = [array[index] for array in cross]
+                mask = mask[index]
             live = items.shape[0]
             flat_seqs = seqs.reshape(live * beams, time)
-            previous = flat_seqs[:, -1:] if time else np.zeros((live * beams, 1), dtype=np.int64)
-            step_log_probs, present = model.step(previous, mask, past, cross)
+            if expanded:
+                step_log_probs, present = model.step(flat_seqs[:, -1:], mask, past, cross)
+                step_log_probs = np.asarray(step_log_probs, dtype=np.float32)  # the session's buffer, changed in place
+            else:  # the first step: one row per sentence, then one per beam
+                start = np.full((live, 1), EOS_ID, dtype=np.int64)  # modelscope's decoder input before any token
+                first_log_probs, first_present = model.step(start, mask, past, cross)
+                expand = np.repeat(np.arange(live), beams)
+                step_log_probs = np.asarray(first_log_probs, dtype=np.float32)[expand]
+                present = [array[expand] for array in first_present]
+                del first_log_probs, first_present
+                cross = [array[expand] for array in cross]
+                mask = mask[expand]
+                expanded = True
             past = []  # freed now: between steps only one cache is held (decoding.beam_search measures why)
-            step_log_probs = np.asarray(step_log_probs, dtype=np.float32)  # the session's own buffer, changed in place
             if time < min_length:
                 step_log_probs[:, EOS_ID] = -np.inf
             banned = (
