@@ -7,10 +7,12 @@ calls it before it imports ONNX Runtime, numpy and the service (~0.2-0.3 s on on
 by the time the loader checks the hashes most of them are done. Nothing here judges a digest: the loader compares
 them with the manifest (``handler.model.loader.verify_file_hashes``), and refuses the bundle on a mismatch.
 
-A digest begun early is used once, by the first ``sha256s`` that asks for that file, and only if the file is still
-the one that was hashed (same device, inode, size, modification and change times) and in the process that began it
-(a forked child hashes again); otherwise the file is hashed again. Only regular files directly inside the folder are
-begun early; ``sha256s`` hashes what it is asked and raises ``OSError`` for a file it cannot read.
+A hash begun early and not started yet when ``sha256s`` asks for it is taken back and done with the rest, on all
+the check's threads. A digest begun early is used once, by the first ``sha256s`` that asks for that file, and only
+if the file is still the one that was hashed (same device, inode, size, modification and change times) and in the
+process that began it (a forked child hashes again); otherwise the file is hashed again. Only regular files
+directly inside the folder are begun early; ``sha256s`` hashes what it is asked and raises ``OSError`` for a file
+it cannot read.
 """
 
 from __future__ import annotations
@@ -105,6 +107,8 @@ def _take_begun(path: Path) -> Future[str] | None:
     if entry is None:
         return None
     identity, future = entry
+    if future.cancel():  # not started yet: hashed with the rest, on all the check's threads
+        return None
     try:
         still = _identity(path) == identity
     except OSError:

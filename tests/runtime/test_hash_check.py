@@ -19,7 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import onnx
@@ -126,6 +126,21 @@ def test_a_forked_child_hashes_again_instead_of_waiting_for_its_parents_threads(
     os.waitpid(child, 0)
     assert found == {name: file_hashes.sha256_of(bundle_copy / name) for name in names}
     file_hashes._begun.clear()
+
+
+def test_a_hash_begun_early_but_not_started_is_taken_back_and_done_now(bundle_copy: Path) -> None:
+    names = sorted(load_bundle(bundle_copy, verify_hashes=False).files)
+    waiting = {name: Future[str]() for name in names}  # queued behind the early thread, not started
+    for name in names:
+        path = (bundle_copy / name).resolve()
+        file_hashes._begun[path] = (file_hashes._identity(path), waiting[name])
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:  # it returns: it does not wait for them
+        found = pool.submit(file_hashes.sha256s, bundle_copy, names).result(timeout=30)
+    finally:
+        pool.shutdown(wait=False)
+    assert found == {name: file_hashes.sha256_of(bundle_copy / name) for name in names}
+    assert all(future.cancelled() for future in waiting.values()) and not file_hashes._begun
 
 
 COLD_START_OF_THE_ENVIRONMENTS_BUNDLE = """
