@@ -123,3 +123,11 @@ def test_the_search_over_grouped_encodings_is_the_search_over_one_call(
     assert one_call.encoded_widths == [(8, 80)]
     assert grouped.beams == expected.beams
     np.testing.assert_array_equal(grouped.scores, expected.scores)
+
+
+def test_a_row_of_padding_alone_is_encoded_at_a_width_of_its_own_not_zero() -> None:
+    model = WidthSensitiveModel()
+    ids, mask = _batch([0, 0, 0, 0, 80], 80)
+    grouped = encode_by_width(model, ids, mask)
+    assert model.encoded_widths == [(1, 80), (4, 16)]
+    assert grouped[0].shape == (5, 1, 80, 4)

@@ -149,7 +149,7 @@ def encode_by_width(model: StepModel, input_ids: np.ndarray, attention_mask: np.
     head_dim]) are put into zero-filled arrays of the batch's width: the decoder masks those positions, as it
     masks the padding. The family's other per-sentence arrays ([rows, 1, d_model]) do not depend on the width.
     """
-    lengths = np.asarray(attention_mask, dtype=np.int64).sum(axis=1)
+    lengths = np.maximum(np.asarray(attention_mask, dtype=np.int64).sum(axis=1), 1)  # a row of padding: width 1+
     width = input_ids.shape[1]
     groups = width_groups(lengths, width)
     if len(groups) <= 1:
