@@ -56,9 +56,9 @@ GNMT_BASE = np.float32(5.0)
 GNMT_DIVISOR = np.float32(6.0)
 # encoder widths are multiples of this (batching.WIDTH_MULTIPLE's reason: a row encodes the same at every such width)
 ENCODER_WIDTH_MULTIPLE = 16
-# what one more encoder call costs, in padded source positions: a full-size CSANMT encoder call costs about 50 ms
-# beyond its positions (about 1.4 ms each on 2 threads: 1 x 32 positions 115 ms, 8 x 32 406 ms, 16 x 32 766 ms,
-# measured 5 December 2026), so a group is encoded apart only where it saves more positions than that
+# what one more encoder call costs, counted in padded source positions (a call costs a fixed time beyond its
+# positions; measured on the full-size CSANMT: docs/decisions.md): a group of rows is encoded apart only where it
+# saves more positions than that
 ENCODER_CALL_POSITIONS = 48
 
 
