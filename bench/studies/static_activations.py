@@ -83,9 +83,10 @@ def calibrate(bundle_dir: Path, sentences: list[str], threads: int = 2) -> dict[
     tokenizer = family.load_tokenizer(bundle_dir, manifest)
     sessions, sources, keep = {}, {}, []
     with tempfile.TemporaryDirectory(prefix="calibration-") as work:  # the bundle folder is never written
-        shared = bundle_dir / bundle.SHARED_EMBEDDING
-        if shared.is_file():
-            shutil.copyfile(shared, Path(work) / bundle.SHARED_EMBEDDING)  # the graphs' external data
+        external = [bundle.SHARED_EMBEDDING, *map(bundle.weights_file, (bundle.ENCODER_ONNX, bundle.DECODER_ONNX))]
+        for name in external:  # the graphs' external data
+            if (bundle_dir / name).is_file():
+                shutil.copyfile(bundle_dir / name, Path(work) / name)
         for name in (bundle.ENCODER_ONNX, bundle.DECODER_ONNX):
             model = onnx.load(str(bundle_dir / name), load_external_data=False)
             sources[name] = [block["source"] for block in per_row_blocks(model)]

@@ -29,8 +29,18 @@ def _write_manifest(folder: Path, data: dict[str, object]) -> None:
 
 def test_a_good_bundle_loads(tiny_bundle_dir: Path) -> None:
     manifest = load_bundle(tiny_bundle_dir)
-    assert set(bundle.MODEL_FILES + bundle.TOKENIZER_FILES) <= set(manifest.files)
+    # the tiny model's vocabulary is joint: its one SentencePiece model serves both sides
+    assert {*bundle.MODEL_FILES, bundle.SOURCE_SPM, bundle.VOCAB_JSON} <= set(manifest.files)
+    assert manifest.tokenizer == {bundle.TARGET_SPM_KEY: bundle.SOURCE_SPM}
     assert manifest.format_version == bundle.FORMAT_VERSION
+
+
+def test_a_bundle_without_target_spm_must_say_its_vocabulary_is_joint(bundle_copy: Path) -> None:
+    data = _manifest(bundle_copy)
+    del data["tokenizer"]
+    _write_manifest(bundle_copy, data)
+    with pytest.raises(BundleError, match=r"manifest\.json does not list target\.spm, which the runtime needs"):
+        load_bundle(bundle_copy)
 
 
 def test_a_tampered_file_is_named_with_expected_and_found_hashes(bundle_copy: Path) -> None:
@@ -60,12 +70,12 @@ def test_a_truncated_model_is_caught_by_its_size_even_without_hashes(bundle_copy
 
 
 def test_hashes_are_skipped_only_when_asked(bundle_copy: Path) -> None:
-    target = bundle_copy / bundle.TARGET_SPM
-    data = bytearray(target.read_bytes())
+    source = bundle_copy / bundle.SOURCE_SPM
+    data = bytearray(source.read_bytes())
     data[-1] ^= 0xFF
-    target.write_bytes(bytes(data))
+    source.write_bytes(bytes(data))
     load_bundle(bundle_copy, verify_hashes=False)  # same size: accepted without hashing
-    with pytest.raises(BundleError, match=r"target\.spm has sha256"):
+    with pytest.raises(BundleError, match=r"source\.spm has sha256"):
         load_bundle(bundle_copy)
 
 
