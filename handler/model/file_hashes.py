@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import threading
 from collections.abc import Sequence
@@ -27,7 +28,12 @@ from pathlib import Path
 
 from handler.model import bundle
 
-CHUNK_BYTES = 1 << 20  # read size: 64 KB to 16 MB all hash at the same ~1.6 GB/s here; 1 MB keeps RSS flat
+# Each file is hashed through a memory map, WINDOW_BYTES at a time: hashlib hashes a whole window without the GIL,
+# so a hashing thread asks for the GIL once per ~10 ms of work. Read in 1 MB chunks it asked every ~0.6 ms and,
+# while the main thread ran Python (the imports, the tokenizer), waited up to the 5 ms switch interval each time:
+# 434 MB hashed beside the imports took 0.46 s instead of 0.28 s alone (0.36 s in 16 MB windows; 0.31 s in 64 MB
+# ones, measured on this 2-core machine). A window's pages count in RSS while it is mapped: 16 MB per thread.
+WINDOW_BYTES = 16 << 20
 THREADS = 2
 # threads hashing early: one, so that the imports keep a core of their own (on 2 cores, measured in docs)
 EARLY_THREADS = 1
@@ -41,8 +47,19 @@ _begun_by = os.getpid()
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK_BYTES), b""):
-            digest.update(block)
+        size = os.fstat(handle.fileno()).st_size
+        for offset in range(0, size, WINDOW_BYTES):
+            length = min(WINDOW_BYTES, size - offset)
+            try:
+                window = mmap.mmap(handle.fileno(), length, offset=offset, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):  # a file that cannot be mapped (a special file system): read it
+                handle.seek(offset)
+                digest.update(handle.read(length))
+                continue
+            with window:
+                digest.update(window)
+        handle.seek(size)
+        digest.update(handle.read())  # whatever the file grew by meanwhile: it then differs from the manifest
     return digest.hexdigest()
 
 

@@ -13,6 +13,7 @@ fails with the hash's reason.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -72,6 +73,15 @@ def test_a_changed_weight_onnx_runtime_accepts_still_fails_the_start(bundle_copy
     load_model(RuntimeConfig(bundle_dir=bundle_copy, threads=1, verify_hashes=False))  # ONNX Runtime runs it
     with pytest.raises(BundleError, match=r"encoder\.onnx has sha256 [0-9a-f]{64}, but manifest\.json expects"):
         load_model(RuntimeConfig(bundle_dir=bundle_copy, threads=1))
+
+
+@pytest.mark.parametrize(
+    "size", [0, 1, file_hashes.WINDOW_BYTES - 1, file_hashes.WINDOW_BYTES, 2 * file_hashes.WINDOW_BYTES + 7]
+)
+def test_a_file_hashed_window_by_window_has_its_sha256(tmp_path: Path, size: int) -> None:
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    (tmp_path / "file").write_bytes(data)
+    assert file_hashes.sha256_of(tmp_path / "file") == hashlib.sha256(data).hexdigest()
 
 
 def _wait_for_begun(folder: Path) -> None:
