@@ -32,10 +32,12 @@ from handler.model import bundle
 # so a hashing thread asks for the GIL once per ~10 ms of work. Read in 1 MB chunks it asked every ~0.6 ms and,
 # while the main thread ran Python (the imports, the tokenizer), waited up to the 5 ms switch interval each time:
 # 434 MB hashed beside the imports took 0.46 s instead of 0.28 s alone (0.36 s in 16 MB windows; 0.31 s in 64 MB
-# ones, measured on this 2-core machine). A window's pages count in RSS while it is mapped: 16 MB per thread.
+# ones, measured on this 2-core machine). A window's pages count in RSS while it is mapped: 16 MB per thread. A
+# file cut shorter while it is mapped would stop the process (SIGBUS), as it would ONNX Runtime reading mapped
+# external data: the build replaces a bundle's files by renames (build.export, build.optimize), never in place.
 WINDOW_BYTES = 16 << 20
 THREADS = 2
-# threads hashing early: one, so that the imports keep a core of their own (on 2 cores, measured in docs)
+# threads hashing early: one, so that the imports keep a core of their own on a 2-core machine
 EARLY_THREADS = 1
 
 _Identity = tuple[int, int, int, int, int]
