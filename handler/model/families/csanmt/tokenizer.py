@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 import marshal
-import mmap
 import struct
 import tempfile
 import threading
@@ -132,7 +131,7 @@ def encode_split_dictionary(frequencies: dict[str, int], total: int) -> bytes:
 
 
 class SplitDictionary:
-    """A split dictionary file (memory-mapped), whose parts go into a jieba ``FREQ`` as texts need them.
+    """A split dictionary file, whose parts go into a jieba ``FREQ`` as texts need them.
 
     Raises ``ValueError`` when the file is not in the format (``encode_split_dictionary``) or its index points
     outside it."""
@@ -144,12 +143,12 @@ class SplitDictionary:
                 raise ValueError("not a split jieba dictionary")
             (length,) = _INDEX_LENGTH.unpack(handle.read(_INDEX_LENGTH.size))
             total, index = marshal.loads(handle.read(length))
-            # the parts stay in the page cache, shared, until a text needs them
-            self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        self._data = len(SPLIT_DICTIONARY_MAGIC) + _INDEX_LENGTH.size + length
+            # the parts, read now (~10 MB, a few ms), unmarshalled when a text needs them: not mapped, so that a
+            # file rewritten in place while the process runs cannot stop it (SIGBUS) or change what it reads
+            self._parts = handle.read()
         if not isinstance(total, int) or total <= 0 or not isinstance(index, dict) or not index:
             raise ValueError("its index is not a jieba dictionary's")
-        size = len(self._map) - self._data
+        size = len(self._parts)
         for first, entry in index.items():
             if not (isinstance(first, str) and len(first) == 1 and isinstance(entry, tuple) and len(entry) == 2):
                 raise ValueError(f"its index has a malformed entry for {first!r}")
@@ -175,9 +174,9 @@ class SplitDictionary:
             for first in missing - self._seen:
                 entry = self._index.get(first)
                 if entry is not None:
-                    begin = self._data + entry[0]
+                    begin = entry[0]
                     try:
-                        part = marshal.loads(self._map[begin : begin + entry[1]])
+                        part = marshal.loads(self._parts[begin : begin + entry[1]])
                         if not isinstance(part, dict):
                             raise ValueError(f"a {type(part).__name__} where the words should be")
                     except (EOFError, ValueError, TypeError) as error:
