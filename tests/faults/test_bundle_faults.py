@@ -62,8 +62,8 @@ def future_format(folder: Path) -> None:
     _rewrite_manifest(folder, lambda manifest: manifest.update(format_version=bundle.FORMAT_VERSION + 1))
 
 
-def remove_target_spm(folder: Path) -> None:
-    (folder / bundle.TARGET_SPM).unlink()
+def remove_decoder_weights(folder: Path) -> None:
+    (folder / bundle.weights_file(bundle.DECODER_ONNX)).unlink()
 
 
 def truncate_manifest(folder: Path) -> None:
@@ -90,7 +90,7 @@ CASES = {
     "hash mismatch": Case(flip_a_byte, bundle.DECODER_ONNX, "was modified or corrupted"),
     "truncated graph": Case(truncate_encoder, bundle.ENCODER_ONNX, "truncated"),
     "format version": Case(future_format, bundle.MANIFEST, "format version"),
-    "missing file": Case(remove_target_spm, bundle.TARGET_SPM, "missing"),
+    "missing file": Case(remove_decoder_weights, bundle.weights_file(bundle.DECODER_ONNX), "missing"),
     "manifest not JSON": Case(truncate_manifest, bundle.MANIFEST, "cannot be read"),
     "graph does not load": Case(garbage_encoder_graph, bundle.ENCODER_ONNX, "ONNX"),
     "tokenizer does not load": Case(garbage_source_tokenizer, bundle.SOURCE_SPM, "SentencePiece"),
