@@ -11,6 +11,8 @@ and this command applies to a bundle built before them (the shipped default mode
 * ``drop_zero_bias``: the output logits' ``Add`` of an initializer that is all zeros (Marian's
   ``final_logits_bias``, a buffer transformers never trains: 65,001 floats added to every row of logits at every
   step) is removed.
+* ``squeeze_output_gather``: an output taken from a length-one axis by ``Gather`` (a copy of CSANMT's
+  [rows, 50,000] log-probabilities every step) is taken by ``Squeeze`` (a view).
 * ``externalize_weights``: every weight of 64 KiB and more in ``<graph>.data`` beside the graph, page-aligned, which
   ONNX Runtime maps into memory instead of copying it out of the parsed graph (``handler.model.bundle.weights_file``).
 * with ``python -m build.compact``, also the tied embedding stored once for both graphs
@@ -170,6 +172,38 @@ def drop_zero_bias(graph_path: Path) -> bool:
         for tensor in list(graph.initializer):
             if tensor.name in zeros and tensor.name not in used:
                 graph.initializer.remove(tensor)
+        _save_checked(model, graph_path)
+    return changed
+
+
+def squeeze_output_gather(graph_path: Path) -> bool:
+    """Replace a graph output's ``Gather(x, 0, axis=a)`` with a scalar index by ``Squeeze(x, [a])``: the same values
+    when axis ``a`` has one entry (CSANMT's log-probabilities [rows, 1, V] -> [rows, V]), without copying them (a
+    ``Gather`` writes a new [rows, 50,000] array every step; a ``Squeeze`` is a view). Were the axis longer, the
+    ``Squeeze`` would fail loudly, never answer differently. Whether the graph changed."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(graph_path), load_external_data=False)
+    graph = model.graph
+    constants = _constants(graph)
+    outputs = {value.name for value in graph.output}
+    changed = False
+    for node in list(graph.node):
+        if node.op_type != "Gather" or node.output[0] not in outputs:
+            continue
+        index = constants.get(node.input[1])
+        if index is None or np.ndim(index) != 0 or int(index) != 0:
+            continue
+        axis = next((attribute.i for attribute in node.attribute if attribute.name == "axis"), 0)
+        axes = f"{node.output[0]}_squeezed_axis"
+        graph.initializer.append(numpy_helper.from_array(np.array([axis], dtype=np.int64), axes))
+        position = list(graph.node).index(node)
+        graph.node.remove(node)
+        graph.node.insert(position, helper.make_node("Squeeze", [node.input[0], axes], [node.output[0]]))
+        changed = True
+    if changed:
         _save_checked(model, graph_path)
     return changed
 
@@ -377,6 +411,8 @@ def compact_bundle(bundle_dir: Path) -> dict[str, Any]:
                 done.append(f"{graph.name}: sinusoidal positions computed")
             if drop_zero_bias(graph):
                 done.append(f"{graph.name}: all-zero bias removed")
+            if squeeze_output_gather(graph):
+                done.append(f"{graph.name}: output taken as a view (Squeeze), not copied (Gather)")
         for graph, reuse in ((decoder, None), (encoder, decoder)):
             if externalize_weights(graph, reuse):
                 done.append(f"{graph.name}: weights in {bundle.weights_file(graph.name)}, mapped at load")

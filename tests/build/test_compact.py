@@ -254,3 +254,27 @@ def test_a_weight_both_graphs_hold_is_stored_once(tmp_path: Path) -> None:
     other = weights_graph(tmp_path / "other.onnx", own, "scales")  # same name, other values: its own copy
     assert externalize_weights(other, reuse=decoder)
     assert (tmp_path / bundle.weights_file("other.onnx")).stat().st_size == own.nbytes
+
+
+def test_an_output_taken_from_a_length_one_axis_is_a_view_not_a_copy(tmp_path: Path) -> None:
+    from build.compact import squeeze_output_gather
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("LogSoftmax", ["x"], ["scores"], axis=-1),
+            helper.make_node("Gather", ["scores", "first"], ["y"], axis=1),
+        ],
+        "output",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 7])],
+        [numpy_helper.from_array(np.array(0, dtype=np.int64), "first")],
+    )
+    path = tmp_path / "decoder.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    x = {"x": np.random.default_rng(4).normal(size=(3, 1, 7)).astype(np.float32)}
+    before = run(path, x)
+    assert squeeze_output_gather(path)
+    assert [node.op_type for node in onnx.load(str(path)).graph.node] == ["LogSoftmax", "Squeeze"]
+    assert np.array_equal(run(path, x), before)
+    with pytest.raises(Exception, match="(?i)squeeze"):  # a longer axis fails loudly, never answers differently
+        run(path, {"x": np.ones((3, 2, 7), dtype=np.float32)})
