@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.pipeline.engines import FIGURES, SPAWNED_AT
-from handler.config import REPO_ROOT
+from handler.config import ENV_BUNDLE_DIR, REPO_ROOT
 
 RUNTIME, CTRANSLATE2, TRANSFORMERS = "runtime", "ctranslate2", "transformers"
 ENGINE_NAMES = {
@@ -124,6 +124,8 @@ def run_process(module: str, job: dict[str, Any], timeout_s: float = 1800) -> di
         job_path = handle.name
     try:
         environment = child_environment() | {SPAWNED_AT: repr(time.time())}
+        if job.get("engine") == RUNTIME:  # named in the environment, as a deployed function's bundle is
+            environment[ENV_BUNDLE_DIR] = str(job["model_dir"])
         completed = subprocess.run(
             [sys.executable, "-m", module, job_path],
             cwd=REPO_ROOT,
