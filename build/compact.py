@@ -35,6 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from build.manifest_file import rewrite_manifest
+
 POSITION_TOLERANCE = 1e-6  # |stored - computed| allowed (measured on the default model's tables: 0, every entry)
 POSITIONS_PREFIX = "computed_positions"
 
@@ -447,14 +449,7 @@ def compact_bundle(bundle_dir: Path) -> dict[str, Any]:
         "rewrites": done,
         "note": "the verification figures were measured at export, before these rewrites",
     }
-    if bundle.MODEL_CARD in record["files"]:
-        from build.model_card import write_model_card
-
-        card = write_model_card(bundle_dir, bundle.Manifest.from_dict(record))
-        record["files"][bundle.MODEL_CARD] = asdict(bundle.file_entry(card))
-    temporary = manifest_path.with_name(f".{bundle.MANIFEST}.tmp")
-    temporary.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, manifest_path)
+    rewrite_manifest(bundle_dir, record)
     if joint:
         (bundle_dir / bundle.TARGET_SPM).unlink()
     return dict(quantization["compacted"])

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from build.manifest_file import rewrite_manifest
 from handler.model.bundle import GRAPHS_OPTIMIZED_OFFLINE, MODEL_FILES, ModelSpec
 
 
@@ -72,9 +73,7 @@ def optimize_existing_bundle(bundle_dir: Path) -> str:
         optimize_graph(bundle_dir / name, spec)
         record["files"][name] = asdict(bundle.file_entry(bundle_dir / name))
     record["graph_optimization"] = GRAPHS_OPTIMIZED_OFFLINE
-    temporary = manifest_path.with_name(f".{bundle.MANIFEST}.tmp")
-    temporary.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, manifest_path)
+    rewrite_manifest(bundle_dir, record)
     return GRAPHS_OPTIMIZED_OFFLINE
 
 

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from build.manifest_file import rewrite_manifest
+
 WEIGHT_TYPES = ("qint8", "quint8")
 QUANTIZABLE_OPS = ("MatMul", "Gather")
 # how a MatMul's float input is quantized at run time: "per-row" (one scale per row of the activation: a row's
@@ -385,14 +387,7 @@ def rewrite_bundle_activations_per_row(bundle_dir: Path) -> dict[str, Any]:
     quantization["int8_graph_bytes"] = int8_bytes
     if quantization.get("fp32_graph_bytes"):
         quantization["int8_share_of_fp32"] = round(int8_bytes / quantization["fp32_graph_bytes"], 4)
-    if bundle.MODEL_CARD in record["files"]:
-        from build.model_card import write_model_card
-
-        card = write_model_card(bundle_dir, bundle.Manifest.from_dict(record))
-        record["files"][bundle.MODEL_CARD] = asdict(bundle.file_entry(card))
-    temporary = manifest_path.with_name(f".{bundle.MANIFEST}.tmp")
-    temporary.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, manifest_path)
+    rewrite_manifest(bundle_dir, record)
     return dict(quantization)
 
 

@@ -38,8 +38,9 @@ def _tensor_bytes(tensor: Any) -> tuple[int, int]:
     return total, total // max(1, rows)
 
 
-def decoder_step_weight_bytes(graph_path: Path, batch_size: int = 1) -> dict[str, int]:
-    """Weight bytes one step of the decoder graph reads: ``{"total", "whole", "rows", "tensors"}``."""
+def graph_and_constants(graph_path: Path) -> tuple[Any, dict[str, Any]]:
+    """An ONNX file's main graph (its external weights not read) and its constant tensors by name: the
+    initializers and the values of its ``Constant`` nodes (``onnx.TensorProto``)."""
     import onnx
 
     graph = onnx.load(str(graph_path), load_external_data=False).graph
@@ -49,6 +50,15 @@ def decoder_step_weight_bytes(graph_path: Path, batch_size: int = 1) -> dict[str
             for attribute in node.attribute:
                 if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
                     tensors[node.output[0]] = attribute.t
+    return graph, tensors
+
+
+def decoder_step_weight_bytes(graph_path: Path, batch_size: int = 1) -> dict[str, int]:
+    """Weight bytes one step of the decoder graph reads: ``{"total", "whole", "rows", "tensors"}``."""
+    import onnx
+
+    graph, tensors = graph_and_constants(graph_path)
+    for node in graph.node:
         for attribute in node.attribute:
             if attribute.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
                 raise ValueError(f"{graph_path}: {node.op_type} has a subgraph; this count reads the main graph only")

@@ -168,15 +168,9 @@ def _reduces_sequence(node: Any, constants: dict[str, Any]) -> bool:
 
 def graph_macs(graph_path: Path) -> dict[str, int]:
     """Multiply-accumulates of the weight products per row: ``{"per_token", "per_sentence", "products"}``."""
-    import onnx
+    from bench.pipeline.bandwidth import graph_and_constants
 
-    graph = onnx.load(str(graph_path), load_external_data=False).graph
-    tensors = {tensor.name: tensor for tensor in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant":
-            for attribute in node.attribute:
-                if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
-                    tensors[node.output[0]] = attribute.t
+    graph, tensors = graph_and_constants(graph_path)
     producer = {output: node for node in graph.node for output in node.output}
     # what each tensor depends on: weights and shapes only (static), one row per sentence, or one per token
     state = {value.name: PER_TOKEN for value in graph.input}
