@@ -117,8 +117,11 @@ def child_environment() -> dict[str, str]:
     )
 
 
-def run_process(module: str, job: dict[str, Any], timeout_s: float = 1800) -> dict[str, Any]:
-    """Start ``python -m module JOB.json`` in a fresh process; its last stdout line is its figures (JSON)."""
+def run_process(
+    module: str, job: dict[str, Any], timeout_s: float = 1800, preexec_fn: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """Start ``python -m module JOB.json`` in a fresh process; its last stdout line is its figures (JSON).
+    ``preexec_fn`` runs in the child before the program (``bench.studies.cpu_quota``: into a CPU-limited cgroup)."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as handle:
         json.dump(job, handle)
         job_path = handle.name
@@ -134,6 +137,7 @@ def run_process(module: str, job: dict[str, Any], timeout_s: float = 1800) -> di
             text=True,
             check=False,
             timeout=timeout_s,
+            preexec_fn=preexec_fn,
         )
     finally:
         os.unlink(job_path)
