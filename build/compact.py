@@ -13,6 +13,9 @@ and this command applies to a bundle built before them (the shipped default mode
   step) is removed.
 * ``squeeze_output_gather``: an output taken from a length-one axis by ``Gather`` (a copy of CSANMT's
   [rows, 50,000] log-probabilities every step) is taken by ``Squeeze`` (a view).
+* ``masked_sums_as_products``: a masked sum over the sequence (CSANMT's pooled semantic vector) computed as a
+  product with the mask, so that a sentence's sum is the same alone and in a batch (``ReduceSum`` differed in the
+  last bit between one row and several, and translations with it).
 * ``externalize_weights``: every weight of 64 KiB and more in ``<graph>.data`` beside the graph, page-aligned, which
   ONNX Runtime maps into memory instead of copying it out of the parsed graph (``handler.model.bundle.weights_file``).
 * with ``python -m build.compact``, also the tied embedding stored once for both graphs
@@ -204,6 +207,54 @@ def squeeze_output_gather(graph_path: Path) -> bool:
         position = list(graph.node).index(node)
         graph.node.remove(node)
         graph.node.insert(position, helper.make_node("Squeeze", [node.input[0], axes], [node.output[0]]))
+        changed = True
+    if changed:
+        _save_checked(model, graph_path)
+    return changed
+
+
+def masked_sums_as_products(graph_path: Path) -> bool:
+    """Replace a masked sum over the sequence, ``ReduceSum(Mul(x, m), axes=[1], keepdims=1)`` with ``m`` the
+    attention mask as [rows, width, 1] (``Unsqueeze`` on the last axis), by the product ``MatMul(m^T, Mul(x, m))``
+    ([rows, 1, width] x [rows, width, d]): the same sum of the unmasked positions, each row by the same kernel in
+    any batch. ONNX Runtime's ``ReduceSum`` over the middle axis takes another path for one row than for several
+    (a reduction over the leading axis), and the sums differed in their last bit: CSANMT's pooled semantic vector,
+    and so its translations, changed with the batch a sentence was in. Whether the graph changed."""
+    import numpy as np
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(str(graph_path), load_external_data=False)
+    graph = model.graph
+    constants = _constants(graph)
+    producers = {output: node for node in graph.node for output in node.output}
+
+    def is_mask_column(name: str) -> bool:  # [rows, width] -> [rows, width, 1]
+        node = producers.get(name)
+        if node is None or node.op_type != "Unsqueeze":
+            return False
+        axes = constants.get(node.input[1]) if len(node.input) > 1 else None
+        if axes is None:
+            axes = next((np.array(a.ints) for a in node.attribute if a.name == "axes"), None)
+        return axes is not None and np.ravel(axes).tolist() in ([2], [-1])
+
+    changed = False
+    for node in list(graph.node):
+        if node.op_type != "ReduceSum" or len(node.input) < 2:
+            continue
+        axes = constants.get(node.input[1])
+        keepdims = next((a.i for a in node.attribute if a.name == "keepdims"), 1)
+        product = producers.get(node.input[0])
+        if axes is None or np.ravel(axes).tolist() != [1] or keepdims != 1 or product is None:
+            continue
+        if product.op_type != "Mul" or not any(is_mask_column(name) for name in product.input):
+            continue
+        mask = next(name for name in product.input if is_mask_column(name))
+        transposed = f"{node.output[0]}_mask_row"
+        position = list(graph.node).index(node)
+        graph.node.remove(node)
+        graph.node.insert(position, helper.make_node("Transpose", [mask], [transposed], perm=[0, 2, 1]))
+        graph.node.insert(position + 1, helper.make_node("MatMul", [transposed, node.input[0]], [node.output[0]]))
         changed = True
     if changed:
         _save_checked(model, graph_path)
@@ -415,6 +466,8 @@ def compact_bundle(bundle_dir: Path) -> dict[str, Any]:
                 done.append(f"{graph.name}: all-zero bias removed")
             if squeeze_output_gather(graph):
                 done.append(f"{graph.name}: output taken as a view (Squeeze), not copied (Gather)")
+            if masked_sums_as_products(graph):
+                done.append(f"{graph.name}: masked sums over the sequence as products (the same in any batch)")
         for graph, reuse in ((decoder, None), (encoder, decoder)):
             if externalize_weights(graph, reuse):
                 done.append(f"{graph.name}: weights in {bundle.weights_file(graph.name)}, mapped at load")

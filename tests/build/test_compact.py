@@ -278,3 +278,52 @@ def test_an_output_taken_from_a_length_one_axis_is_a_view_not_a_copy(tmp_path: P
     assert np.array_equal(run(path, x), before)
     with pytest.raises(Exception, match="(?i)squeeze"):  # a longer axis fails loudly, never answers differently
         run(path, {"x": np.ones((3, 2, 7), dtype=np.float32)})
+
+
+def pooling_graph(path: Path) -> Path:
+    """CSANMT's pooled semantic vector as exported: x [rows, width, d], attention_mask [rows, width] ->
+    ReduceSum(x * mask[..., None], axes=[1], keepdims=1) / ReduceSum(mask[..., None], axes=[1], keepdims=1)."""
+    nodes = [
+        helper.make_node("Cast", ["attention_mask"], ["mask"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["mask", "last"], ["mask_column"]),
+        helper.make_node("Mul", ["x", "mask_column"], ["masked"]),
+        helper.make_node("ReduceSum", ["masked", "sequence"], ["summed"], keepdims=1),
+        helper.make_node("ReduceSum", ["mask_column", "sequence"], ["count"], keepdims=1),
+        helper.make_node("Div", ["summed", "count"], ["pooled"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "pooling",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None, 1024]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [None, None]),
+        ],
+        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, [None, 1, 1024])],
+        [
+            numpy_helper.from_array(np.array([2], dtype=np.int64), "last"),
+            numpy_helper.from_array(np.array([1], dtype=np.int64), "sequence"),
+        ],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_a_masked_sum_over_the_sequence_is_the_same_for_a_row_alone_and_in_a_batch(tmp_path: Path) -> None:
+    from build.compact import masked_sums_as_products
+
+    rng = np.random.default_rng(7)
+    lengths = [29, 7, 48, 16, 33, 64, 1, 40]
+    x = rng.normal(size=(len(lengths), 64, 1024)).astype(np.float32)
+    mask = (np.arange(64)[None, :] < np.array(lengths)[:, None]).astype(np.int64)
+    path = pooling_graph(tmp_path / "encoder.onnx")
+    before = run(path, {"x": x, "attention_mask": mask})
+    assert masked_sums_as_products(path)
+    ops = [node.op_type for node in onnx.load(str(path)).graph.node]
+    assert ops.count("MatMul") == 1 and ops.count("ReduceSum") == 1  # the mask's count stays a sum (of 0s and 1s)
+    batch = run(path, {"x": x, "attention_mask": mask})
+    np.testing.assert_allclose(batch, before, rtol=1e-5, atol=1e-5)
+    for row, length in enumerate(lengths):  # each row alone, at its own width: bit for bit its row of the batch
+        width = -(-length // 16) * 16
+        alone = run(path, {"x": x[row : row + 1, :width], "attention_mask": mask[row : row + 1, :width]})
+        assert np.array_equal(alone[0], batch[row]), f"row {row} (length {length})"
+    assert not masked_sums_as_products(path)  # nothing left to rewrite
