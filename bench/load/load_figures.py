@@ -125,5 +125,3 @@ def soak_figures(phase: PhaseResult, warmup_share: float) -> dict[str, Any]:
         "min_after_warmup_mb": min(sample.rss_mb for sample in after),
         "curve": curve,
     }
-
-

@@ -96,7 +96,6 @@ def measure(checkpoint: Path | None, work: Path, repeats: int = 200) -> list[dic
     return results
 
 
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.studies.quantization_presets", description=__doc__.split("\n\n")[0]
