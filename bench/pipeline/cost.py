@@ -124,7 +124,9 @@ def _table_lines(workloads: dict[str, dict[str, float]], titles: dict[str, str],
     hows: list[str] = []
     for key, figures in workloads.items():
         per_request = figures["characters"] / max(1, -(-int(figures["sentences"]) // request_texts))
-        for entry in serverless_costs(figures["chars_per_s"], per_request):
+        # priced from the speed as the report prints it (one decimal), so that pricing the report again
+        # (``reprice``) gives the same figures
+        for entry in serverless_costs(round(figures["chars_per_s"], 1), per_request):
             rows.setdefault(entry.where, []).append(
                 f"${entry.usd_per_million_chars:,.2f} ({entry.chars_per_s:,.0f} chars/s)"
             )
@@ -197,6 +199,8 @@ def reprice(report: str) -> str:
         "the measured figures are the run's.)"
     )
     new = section_lines(workloads, titles, int(sizes[-1]))
+    if [line for line in lines[start:end] if line not in (note, "")] == [line for line in new if line]:
+        return report  # nothing changed: the prices and settings are the ones the report was priced with
     new[2:2] = [note, ""]
     return "\n".join([*lines[:start], *new, *lines[end:]]) + ("\n" if report.endswith("\n") else "")
 
