@@ -229,9 +229,16 @@ def masked_sums_as_products(graph_path: Path) -> bool:
     constants = _constants(graph)
     producers = {output: node for node in graph.node for output in node.output}
 
-    def is_mask_column(name: str) -> bool:  # [rows, width] -> [rows, width, 1]
+    inputs = {value.name: len(value.type.tensor_type.shape.dim) for value in graph.input}
+
+    def is_mask(name: str) -> bool:  # a graph input of [rows, width], or a Cast of one
+        while name in producers and producers[name].op_type == "Cast":
+            name = producers[name].input[0]
+        return inputs.get(name) == 2
+
+    def is_mask_column(name: str) -> bool:  # the mask [rows, width] -> [rows, width, 1]
         node = producers.get(name)
-        if node is None or node.op_type != "Unsqueeze":
+        if node is None or node.op_type != "Unsqueeze" or not is_mask(node.input[0]):
             return False
         axes = constants.get(node.input[1]) if len(node.input) > 1 else None
         if axes is None:
