@@ -37,10 +37,10 @@ _rss_after_trim = 0
 _statm: int | None = None  # /proc/self/statm, opened once per process: a request opens no file
 
 
-def _open_statm() -> None:
+def _open_statm(close_the_old: bool = True) -> None:
     """Open this process's ``/proc/self/statm`` (again in a forked child: the parent's names the parent)."""
     global _statm
-    if _statm is not None:
+    if _statm is not None and close_the_old:
         os.close(_statm)
     try:
         _statm = os.open("/proc/self/statm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
@@ -55,12 +55,18 @@ if hasattr(os, "register_at_fork"):
 
 def resident_bytes() -> int | None:
     """This process's resident set size (``/proc/self/statm``, re-read each call); None where there is no ``/proc``."""
-    if _statm is None:
-        return None
-    try:
-        return int(os.pread(_statm, 256, 0).split()[1]) * _PAGE_BYTES
-    except (OSError, ValueError, IndexError):
-        return None
+    for attempt in range(2):
+        if _statm is None:
+            return None
+        try:
+            return int(os.pread(_statm, 256, 0).split()[1]) * _PAGE_BYTES
+        except (OSError, ValueError, IndexError):
+            if attempt:
+                return None
+            # the descriptor was closed behind our back (a library or a test closing descriptors it does not own),
+            # or its number now names another file: open a new one, and never close the old number (not ours now)
+            _open_statm(close_the_old=False)
+    return None
 
 
 def release_free_heap(grown_bytes: int = RETAIN_BYTES) -> bool:

@@ -33,3 +33,12 @@ def test_a_grown_heap_is_returned_and_a_small_growth_is_left_alone() -> None:
     returned = before - (memory.resident_bytes() or 0)
     assert returned > 48 * 2**20, returned
     assert not memory.release_free_heap(grown_bytes=16 * 2**20)  # nothing grew since: the next call is free
+
+
+def test_the_rss_is_still_read_after_its_descriptor_was_closed_behind_its_back() -> None:
+    import os
+
+    rss = memory.resident_bytes()
+    assert rss is not None and memory._statm is not None
+    os.close(memory._statm)  # what a library that closes descriptors it does not own would do
+    assert (memory.resident_bytes() or 0) > 0  # a new descriptor, not None (None turned every trim off)
