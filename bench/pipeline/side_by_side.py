@@ -190,6 +190,21 @@ def rotated(items: Sequence[Any], round_number: int) -> list[Any]:
     return list(items[shift:]) + list(items[:shift])
 
 
+def workload_job(bundle_dir: Path, workload: Workload) -> tuple[list[list[int]], dict[str, Any]]:
+    """The source ids of the benchmark's sentences (this runtime's tokenizer of ``bundle_dir``) and the part of a
+    measuring process's job (``bench.pipeline.engines``) every engine shares: the texts, ids and workload."""
+    sentences = bench_sentences(max(workload.batch_size, workload.batch1_sentences))
+    ids = encode_with_bundle(bundle_dir, sentences)
+    return ids, {
+        "cold_text": sentences[0],
+        "batch1": ids[: workload.batch1_sentences],
+        "batch": ids[: workload.batch_size],
+        "forced_tokens": workload.forced_tokens,
+        "beam_size": workload.beam_size,
+        "repeats": workload.repeats,
+    }
+
+
 def run_setup(
     setup: Setup,
     workload: Workload,
@@ -201,17 +216,8 @@ def run_setup(
     """``rounds`` processes per engine, except transformers (the slow FP32 reference, not a target): it runs in the
     first ``transformers_rounds`` rounds only (default: all), with one timed call per figure on one batch-1
     sentence."""
-    sentences = bench_sentences(max(workload.batch_size, workload.batch1_sentences))
-    ids = encode_with_bundle(setup.bundle_dir, sentences)
-    common = {
-        "threads": threads,
-        "cold_text": sentences[0],
-        "batch1": ids[: workload.batch1_sentences],
-        "batch": ids[: workload.batch_size],
-        "forced_tokens": workload.forced_tokens,
-        "beam_size": workload.beam_size,
-        "repeats": workload.repeats,
-    }
+    ids, common = workload_job(setup.bundle_dir, workload)
+    common["threads"] = threads
     engines = setup.engines()
     light = {"repeats": 1, "batch1": common["batch1"][:1]}
     engine_rounds = {

@@ -30,9 +30,8 @@ from bench.pipeline.side_by_side import (
     CTRANSLATE2,
     RUNTIME,
     Workload,
-    bench_sentences,
-    encode_with_bundle,
     run_process,
+    workload_job,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -85,16 +84,7 @@ class CpuQuota:
 def measure(
     bundle: Path, ctranslate2: Path, quotas: list[float], threads: list[int], rounds: int, workload: Workload
 ) -> list[dict[str, Any]]:
-    sentences = bench_sentences(max(workload.batch_size, workload.batch1_sentences))
-    ids = encode_with_bundle(bundle, sentences)
-    common = {
-        "cold_text": sentences[0],
-        "batch1": ids[: workload.batch1_sentences],
-        "batch": ids[: workload.batch_size],
-        "forced_tokens": workload.forced_tokens,
-        "beam_size": workload.beam_size,
-        "repeats": workload.repeats,
-    }
+    _, common = workload_job(bundle, workload)
     rows = []
     for cpus in quotas:
         quota = CpuQuota(cpus) if cpus else None
