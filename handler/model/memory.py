@@ -70,11 +70,16 @@ def resident_bytes() -> int | None:
 
 
 def release_free_heap(grown_bytes: int = RETAIN_BYTES) -> bool:
-    """Return the free heap to the system if the RSS grew by more than ``grown_bytes`` since the last trim (the
-    first call always trims); whether a trim ran."""
+    """Return the free heap to the system if the RSS grew by more than ``grown_bytes`` since the last trim, or since
+    the lowest RSS a call saw after it (the first call always trims); whether a trim ran."""
     global _rss_after_trim
     resident = resident_bytes()
-    if _LIBC is None or resident is None or resident - _rss_after_trim <= grown_bytes:
+    if _LIBC is None or resident is None:
+        return False
+    # the RSS fell since the last trim (large blocks unmapped, a model closed): growth counts from the low point, or
+    # the heap could grow back by all that fell, untrimmed
+    _rss_after_trim = min(_rss_after_trim, resident)
+    if resident - _rss_after_trim <= grown_bytes:
         return False
     if not _lock.acquire(blocking=False):
         return False

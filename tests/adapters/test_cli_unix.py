@@ -135,7 +135,7 @@ def test_ctrl_c_exits_130_without_a_traceback(adapter_env: dict[str, str]) -> No
     process = subprocess.Popen(
         command(["--lines"]),
         cwd=REPO_ROOT,
-        env=subprocess_env(adapter_env),
+        env=subprocess_env({**adapter_env, "PYTHONFAULTHANDLER": "1"}),  # SIGABRT prints every thread's stack
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -145,7 +145,13 @@ def test_ctrl_c_exits_130_without_a_traceback(adapter_env: dict[str, str]) -> No
     process.stdin.flush()
     assert process.stdout.readline().endswith(b"\n")  # the model is loaded, it waits for the next line
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=60) == 130
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)  # a process that ignored Ctrl-C: where each of its threads waits
+        _, stacks = process.communicate(timeout=30)
+        pytest.fail(f"still running 60 s after SIGINT; its threads:\n{stacks.decode(errors='replace')}")
+    assert process.returncode == 130
     assert process.stderr.read() == b""
     process.stdin.close()
 

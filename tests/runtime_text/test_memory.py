@@ -23,8 +23,14 @@ def _grow_and_free_the_heap(megabytes: int) -> int:
     return grown
 
 
-def test_a_grown_heap_is_returned_and_a_small_growth_is_left_alone() -> None:
-    memory.release_free_heap(grown_bytes=0)  # a known starting point
+def _trim_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A known starting point, whatever earlier tests in this process left: the heap trimmed, its RSS recorded."""
+    monkeypatch.setattr(memory, "_rss_after_trim", 0)
+    assert memory.release_free_heap(grown_bytes=0)
+
+
+def test_a_grown_heap_is_returned_and_a_small_growth_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    _trim_now(monkeypatch)
     grown = _grow_and_free_the_heap(64)
     assert grown > 48 * 2**20, grown  # the freed blocks still count: glibc kept them
     assert not memory.release_free_heap(grown_bytes=grown + 2**30)  # grown by less than asked: no trim
@@ -33,6 +39,18 @@ def test_a_grown_heap_is_returned_and_a_small_growth_is_left_alone() -> None:
     returned = before - (memory.resident_bytes() or 0)
     assert returned > 48 * 2**20, returned
     assert not memory.release_free_heap(grown_bytes=16 * 2**20)  # nothing grew since: the next call is free
+
+
+def test_growth_counts_from_the_lowest_rss_seen_since_the_last_trim(monkeypatch: pytest.MonkeyPatch) -> None:
+    _trim_now(monkeypatch)
+    # the last trim ran when the process was far larger (a big request, since unmapped): the RSS is below it now
+    monkeypatch.setattr(memory, "_rss_after_trim", (memory.resident_bytes() or 0) + 2**30)
+    assert not memory.release_free_heap(grown_bytes=16 * 2**20)  # nothing grew: no trim, the low point is kept
+    grown = _grow_and_free_the_heap(64)
+    assert grown > 48 * 2**20, grown
+    before = memory.resident_bytes() or 0
+    assert memory.release_free_heap(grown_bytes=16 * 2**20)  # 64 MB above the low point, though 1 GB below the old
+    assert before - (memory.resident_bytes() or 0) > 48 * 2**20
 
 
 def test_the_rss_is_still_read_after_its_descriptor_was_closed_behind_its_back() -> None:
