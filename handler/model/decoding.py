@@ -20,7 +20,7 @@ Returned ids exclude the decoder start token and the final ``</s>``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 import numpy as np
@@ -399,57 +399,28 @@ def beam_n_best(
             min_new_tokens=min_new_tokens,
         )
         return [[hypothesis] for hypothesis in greedy]
-    kept = min(n_best, beam_size)
     batch = input_ids.shape[0]
-    item_limits = row_limits(max_new_tokens, batch)  # per sentence still searching
-    _check_lengths(int(item_limits.max()) if batch else 1, min_new_tokens)
+    limits = row_limits(max_new_tokens, batch)  # per sentence still searching
+    _check_lengths(int(limits.max()) if batch else 1, min_new_tokens)
     if batch == 0:
         return []
     spec = model.spec
     guard = _guard_from(repetition_guard)
-    beams = beam_size
-    width = int(item_limits.max()) + 1  # decoder start token + max_new_tokens tokens, the last one </s>
+    beams, kept = beam_size, min(n_best, beam_size)
+    state = _BeamState.start(limits, beams, spec)
 
     cross = model.encode(input_ids, attention_mask)
     expand = np.repeat(np.arange(batch), beams)
     cross = [array[expand] for array in cross]
     mask = np.asarray(attention_mask, dtype=np.int64)[expand]
     past = model.empty_past(batch * beams)
-
-    items = np.arange(batch)  # original row of each sentence still searching
-    running = np.full((batch, beams, width), spec.pad_id, dtype=np.int64)
-    running[:, :, 0] = spec.decoder_start_id
-    running_scores = np.zeros((batch, beams), dtype=np.float32)
-    running_scores[:, 1:] = EXCLUDED  # all beams start equal: expand only the first one
-    finished = running.copy()
-    finished_scores = np.full((batch, beams), EXCLUDED, dtype=np.float32)
-    is_finished = np.zeros((batch, beams), dtype=bool)
-    finished_sums = np.zeros((batch, beams), dtype=np.float32)  # sum of log-probabilities (scores: normalized)
-    finished_fired = np.zeros((batch, beams), dtype=bool)
-    running_fired = np.zeros((batch, beams), dtype=bool)
-    improvable = np.ones(batch, dtype=bool)
-    first_beams = np.arange(2 * beams) < beams
     results: list[list[Hypothesis]] = [[] for _ in range(batch)]
-
-    def best_of(position: int) -> list[Hypothesis]:
-        """Slot 0 (the search's choice) and the next finished slots, up to ``kept``."""
-        found = []
-        for slot in range(kept):
-            if slot and not is_finished[position, slot]:
-                break
-            ids = content_ids(finished[position, slot, 1:], spec)
-            found.append(
-                Hypothesis(
-                    ids, float(finished_sums[position, slot]), len(ids) + 1, bool(finished_fired[position, slot])
-                )
-            )
-        return found
 
     length = 1  # tokens in every running hypothesis, decoder start included
     while True:
-        live = items.shape[0]
-        flat = running.reshape(live * beams, width)
-        last_step = item_limits == length  # per sentence: this step is its forced </s>
+        live = state.items.shape[0]
+        flat = state.running.reshape(live * beams, -1)
+        last_step = state.limits == length  # per sentence: this step is its forced </s>
         if last_step.all():  # forced </s> everywhere: no model call; </s> adds nothing to the score
             log_probs = np.full((live * beams, spec.vocab_size), -np.inf, dtype=np.float32)
             log_probs[:, spec.eos_id] = 0.0
@@ -461,24 +432,102 @@ def beam_n_best(
             _restrict(log_probs, spec, length - 1, min_new_tokens)
             banned = ban_repetitions(log_probs, flat, length, guard) if guard is not None else None
             if last_step.any():  # those sentences' beams take the forced </s>
-                forced = np.repeat(last_step, beams)
-                log_probs[forced] = -np.inf
-                log_probs[forced, spec.eos_id] = 0.0
-                if banned is not None:
-                    banned[forced] = -np.inf
+                _force_eos(log_probs, banned, np.repeat(last_step, beams), spec)
+        running_parents, ends = state.advance(log_probs, banned, length, last_step, length_penalty, spec)
+        length += 1
+        if ends.all() or not state.improvable.any():
+            break
+
+        parent_rows = (np.arange(live)[:, None] * beams + running_parents).reshape(-1)
+        past = reorder_rows(present, parent_rows)
+        # between steps only `past` holds the cache: a step runs with two copies of it, not three (docs/decisions.md)
+        del present
+        if not state.improvable.all():
+            for done in np.flatnonzero(~state.improvable).tolist():
+                results[state.items[done]] = state.best_of(done, kept, spec)
+            keep = np.flatnonzero(state.improvable)
+            state.keep(keep)
+            rows = (keep[:, None] * beams + np.arange(beams)).reshape(-1)
+            past = [array[rows] for array in past]
+            cross = [array[rows] for array in cross]
+            mask = mask[rows]
+
+    for position, original in enumerate(state.items.tolist()):
+        results[original] = state.best_of(position, kept, spec)
+    return results
+
+
+def _force_eos(log_probs: np.ndarray, banned: np.ndarray | None, rows: np.ndarray, spec: ModelSpec) -> None:
+    """``rows`` (a mask) take the forced ``</s>``: its log-probability 0, every other token's -inf."""
+    log_probs[rows] = -np.inf
+    log_probs[rows, spec.eos_id] = 0.0
+    if banned is not None:
+        banned[rows] = -np.inf
+
+
+@dataclass
+class _BeamState:
+    """``beam_n_best``'s hypotheses, one entry per sentence still searching (first axis), ``beams`` per sentence."""
+
+    items: np.ndarray  # the original row of each sentence
+    limits: np.ndarray  # its max_new_tokens
+    running: np.ndarray  # [items, beams, width]: decoder start, then the tokens chosen so far, then padding
+    running_scores: np.ndarray  # sum of log-probabilities, EXCLUDED where a beam may not be chosen
+    running_fired: np.ndarray  # the repetition guard changed a choice on this hypothesis' path
+    finished: np.ndarray  # [items, beams, width]: the finished slots
+    finished_scores: np.ndarray  # normalized: sum / length ** length_penalty
+    finished_sums: np.ndarray  # sum of log-probabilities
+    finished_fired: np.ndarray
+    is_finished: np.ndarray  # the slot holds a finished hypothesis
+    improvable: np.ndarray  # per sentence: a running beam can still beat its worst finished slot
+
+    @classmethod
+    def start(cls, limits: np.ndarray, beams: int, spec: ModelSpec) -> _BeamState:
+        batch = limits.shape[0]
+        width = int(limits.max()) + 1  # decoder start token + max_new_tokens tokens, the last one </s>
+        running = np.full((batch, beams, width), spec.pad_id, dtype=np.int64)
+        running[:, :, 0] = spec.decoder_start_id
+        running_scores = np.zeros((batch, beams), dtype=np.float32)
+        running_scores[:, 1:] = EXCLUDED  # all beams start equal: expand only the first one
+        return cls(
+            items=np.arange(batch),
+            limits=limits,
+            running=running,
+            running_scores=running_scores,
+            running_fired=np.zeros((batch, beams), dtype=bool),
+            finished=running.copy(),
+            finished_scores=np.full((batch, beams), EXCLUDED, dtype=np.float32),
+            finished_sums=np.zeros((batch, beams), dtype=np.float32),
+            finished_fired=np.zeros((batch, beams), dtype=bool),
+            is_finished=np.zeros((batch, beams), dtype=bool),
+            improvable=np.ones(batch, dtype=bool),
+        )
+
+    def advance(
+        self,
+        log_probs: np.ndarray,
+        banned: np.ndarray | None,
+        length: int,
+        last_step: np.ndarray,
+        length_penalty: float,
+        spec: ModelSpec,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One step of the search with the step's ``log_probs`` ([items * beams, vocabulary]); the parent beam of
+        each new running beam and, per candidate, whether it ended."""
+        live, beams = self.running_scores.shape
         # the 2 x beams best continuations of each sentence: (log-probability + beam score), over all its beams
         vocab = log_probs.shape[1]
         columns = candidate_columns(log_probs, 2 * beams)  # [live * beams, candidates]
-        scores = np.take_along_axis(log_probs, columns, axis=1) + running_scores.reshape(-1, 1)
+        scores = np.take_along_axis(log_probs, columns, axis=1) + self.running_scores.reshape(-1, 1)
         flat_ids = columns.reshape(live, beams, -1) + (np.arange(beams) * vocab)[None, :, None]
         flat_ids, scores = flat_ids.reshape(live, -1), scores.reshape(live, -1)
         top = top_k(scores, 2 * beams, ties=flat_ids)
         top_scores = np.take_along_axis(scores, top, axis=1)
         top_ids = np.take_along_axis(flat_ids, top, axis=1)
         parents, tokens = top_ids // vocab, top_ids % vocab
-        candidates = take_slots(running, parents)
+        candidates = take_slots(self.running, parents)
         candidates[:, :, length] = tokens
-        candidates_fired = take_slots(running_fired, parents)
+        candidates_fired = take_slots(self.running_fired, parents)
         if banned is not None:  # the guard banned a token its parent preferred to this one
             parent_flat = np.arange(live)[:, None] * beams + parents
             candidates_fired = candidates_fired | (banned[parent_flat] > log_probs[parent_flat, tokens])
@@ -487,54 +536,46 @@ def beam_n_best(
         # the best candidates that do not end continue
         continuing = top_scores + ends.astype(np.float32) * EXCLUDED
         chosen = top_k(continuing, beams)
-        running = take_slots(candidates, chosen)
-        running_scores = np.take_along_axis(continuing, chosen, axis=1)
-        running_fired = np.take_along_axis(candidates_fired, chosen, axis=1)
+        self.running = take_slots(candidates, chosen)
+        self.running_scores = np.take_along_axis(continuing, chosen, axis=1)
+        self.running_fired = np.take_along_axis(candidates_fired, chosen, axis=1)
         running_parents = np.take_along_axis(parents, chosen, axis=1)
 
         # candidates among the first `beams` that end compete with the finished hypotheses
-        just_finished = ends & first_beams[None, :]
+        just_finished = ends & (np.arange(2 * beams) < beams)[None, :]
         normalized = top_scores / (float(length) ** length_penalty)
-        normalized = normalized + (~improvable)[:, None].astype(np.float32) * EXCLUDED
+        normalized = normalized + (~self.improvable)[:, None].astype(np.float32) * EXCLUDED
         normalized = normalized + (~just_finished).astype(np.float32) * EXCLUDED
-        merged_scores = np.concatenate([finished_scores, normalized], axis=1)
+        merged_scores = np.concatenate([self.finished_scores, normalized], axis=1)
         best = top_k(merged_scores, beams)
-        finished = take_slots(np.concatenate([finished, candidates], axis=1), best)
-        finished_scores = np.take_along_axis(merged_scores, best, axis=1)
-        finished_sums = np.take_along_axis(np.concatenate([finished_sums, top_scores], axis=1), best, axis=1)
-        finished_fired = np.take_along_axis(np.concatenate([finished_fired, candidates_fired], axis=1), best, axis=1)
-        is_finished = np.take_along_axis(np.concatenate([is_finished, just_finished], axis=1), best, axis=1)
 
-        length += 1
-        best_running = running_scores[:, 0] / (float(length - 1) ** length_penalty)
-        worst_finished = np.where(is_finished, finished_scores.min(axis=1, keepdims=True), EXCLUDED)
-        improvable &= (best_running[:, None] > worst_finished).any(axis=1)
-        improvable &= ~last_step  # a sentence that took its forced </s> is done
-        if ends.all() or not improvable.any():
-            break
+        def merged(kept: np.ndarray, new: np.ndarray) -> np.ndarray:
+            return take_slots(np.concatenate([kept, new], axis=1), best)
 
-        parent_rows = (np.arange(live)[:, None] * beams + running_parents).reshape(-1)
-        past = reorder_rows(present, parent_rows)
-        # between steps only `past` holds the cache: a step runs with two copies of it, not three (docs/decisions.md)
-        del present
-        if not improvable.all():
-            for item in np.flatnonzero(~improvable):
-                results[items[item]] = best_of(int(item))
-            keep = np.flatnonzero(improvable)
-            rows = (keep[:, None] * beams + np.arange(beams)).reshape(-1)
-            items, running, running_scores = items[keep], running[keep], running_scores[keep]
-            item_limits = item_limits[keep]
-            finished, finished_scores, is_finished = finished[keep], finished_scores[keep], is_finished[keep]
-            finished_sums, finished_fired, running_fired = (
-                finished_sums[keep],
-                finished_fired[keep],
-                running_fired[keep],
-            )
-            improvable = improvable[keep]
-            past = [array[rows] for array in past]
-            cross = [array[rows] for array in cross]
-            mask = mask[rows]
+        self.finished = merged(self.finished, candidates)
+        self.finished_scores = np.take_along_axis(merged_scores, best, axis=1)
+        self.finished_sums = merged(self.finished_sums, top_scores)
+        self.finished_fired = merged(self.finished_fired, candidates_fired)
+        self.is_finished = merged(self.is_finished, just_finished)
 
-    for position, original in enumerate(items.tolist()):
-        results[original] = best_of(position)
-    return results
+        best_running = self.running_scores[:, 0] / (float(length) ** length_penalty)
+        worst_finished = np.where(self.is_finished, self.finished_scores.min(axis=1, keepdims=True), EXCLUDED)
+        self.improvable &= (best_running[:, None] > worst_finished).any(axis=1)
+        self.improvable &= ~last_step  # a sentence that took its forced </s> is done
+        return running_parents, ends
+
+    def keep(self, positions: np.ndarray) -> None:
+        """Only the sentences at ``positions`` go on searching."""
+        for field in fields(self):
+            setattr(self, field.name, getattr(self, field.name)[positions])
+
+    def best_of(self, position: int, kept: int, spec: ModelSpec) -> list[Hypothesis]:
+        """Slot 0 (the search's choice) and the next finished slots, up to ``kept``."""
+        found = []
+        for slot in range(kept):
+            if slot and not self.is_finished[position, slot]:
+                break
+            ids = content_ids(self.finished[position, slot, 1:], spec)
+            sums, fired = float(self.finished_sums[position, slot]), bool(self.finished_fired[position, slot])
+            found.append(Hypothesis(ids, sums, len(ids) + 1, fired))
+        return found

@@ -35,7 +35,7 @@ Two optional rules modelscope does not have (off unless asked for): the repetiti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -173,6 +173,126 @@ def encode_by_width(model: StepModel, input_ids: np.ndarray, attention_mask: np.
     return merged
 
 
+def _first_step(
+    model: StepModel, beams: int, mask: np.ndarray, past: list[np.ndarray], cross: list[np.ndarray]
+) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """The first step on one row per sentence, its outputs copied to the sentence's ``beams`` rows: the step's
+    log-probabilities and cache, and the cross-attention arrays and source mask expanded to one row per beam."""
+    live = mask.shape[0]
+    start = np.full((live, 1), EOS_ID, dtype=np.int64)  # modelscope's decoder input before any token
+    log_probs, present = model.step(start, mask, past, cross)
+    expand = np.repeat(np.arange(live), beams)
+    return (
+        np.asarray(log_probs, dtype=np.float32)[expand],
+        [array[expand] for array in present],
+        [array[expand] for array in cross],
+        mask[expand],
+    )
+
+
+# a sentence's result: its final hypotheses' tokens and scores, whether they are finished ones, and whether the
+# repetition guard changed a choice on beam 0's path
+_Final = tuple[np.ndarray, np.ndarray, bool, bool]
+
+
+@dataclass
+class _SearchState:
+    """The hypotheses of the sentences still searching (first axis), ``beams`` per sentence, in modelscope's
+    names."""
+
+    items: np.ndarray  # the original row of each sentence
+    max_length: np.ndarray  # its maximum length
+    max_penalty: np.ndarray  # the length penalty at its maximum length (its stopping rule's bound)
+    seqs: np.ndarray  # [items, beams, time]: the running hypotheses' tokens
+    log_probs: np.ndarray  # their log-probabilities (LOWEST: excluded)
+    alive_scores: np.ndarray  # their scores (log-probability / length penalty)
+    alive_fired: np.ndarray  # the guard changed a choice on this hypothesis' path
+    fin_flags: np.ndarray  # the finished slot holds a hypothesis
+    fin_seqs: np.ndarray  # [items, beams, time]: the finished hypotheses' tokens (0-padded)
+    fin_scores: np.ndarray
+    fin_fired: np.ndarray
+
+    @classmethod
+    def start(cls, max_length: np.ndarray, beams: int, alpha: float) -> _SearchState:
+        batch = max_length.shape[0]
+        log_probs = np.full((batch, beams), LOWEST, dtype=np.float32)
+        log_probs[:, 0] = 0.0
+        return cls(
+            items=np.arange(batch),
+            max_length=max_length,
+            max_penalty=np.array([gnmt_length_penalty(int(n), alpha) for n in max_length], dtype=np.float32),
+            seqs=np.zeros((batch, beams, 0), dtype=np.int64),
+            log_probs=log_probs,
+            alive_scores=np.zeros((batch, beams), dtype=np.float32),
+            alive_fired=np.zeros((batch, beams), dtype=bool),
+            fin_flags=np.zeros((batch, beams), dtype=bool),
+            fin_seqs=np.zeros((batch, beams, 0), dtype=np.int64),
+            fin_scores=np.full((batch, beams), LOWEST, dtype=np.float32),
+            fin_fired=np.zeros((batch, beams), dtype=bool),
+        )
+
+    def done(self, time: int) -> np.ndarray:
+        """modelscope's loop condition, per sentence: done when no running hypothesis can still get in, or after
+        its maximum length of steps."""
+        worst_finished = np.min(self.fin_scores * self.fin_flags.astype(np.float32), axis=1)
+        worst_finished = worst_finished + LOWEST * (~self.fin_flags.any(axis=1)).astype(np.float32)
+        done: np.ndarray = (worst_finished > self.log_probs[:, 0] / self.max_penalty) | (self.max_length <= time)
+        return done
+
+    def keep(self, positions: np.ndarray) -> None:
+        """Only the sentences at ``positions`` go on searching."""
+        for field in fields(self):
+            setattr(self, field.name, getattr(self, field.name)[positions])
+
+    def final(self, position: int) -> _Final:
+        """A sentence's result: its finished hypotheses when it has one, otherwise its running ones."""
+        if self.fin_flags[position].any():
+            return self.fin_seqs[position], self.fin_scores[position], True, bool(self.fin_fired[position, 0])
+        return self.seqs[position], self.alive_scores[position], False, bool(self.alive_fired[position, 0])
+
+    def advance(self, step_log_probs: np.ndarray, banned: np.ndarray | None, time: int, alpha: float) -> np.ndarray:
+        """Step ``time`` with its log-probabilities ([items * beams, vocabulary]): the candidates, the running
+        hypotheses that continue and the finished slots; the parent beam of each new running hypothesis."""
+        live, beams = self.log_probs.shape
+        vocab = step_log_probs.shape[1]
+        penalty = gnmt_length_penalty(time + 1, alpha)
+        scores = self.log_probs.reshape(-1, 1) + step_log_probs  # [live * beams, vocab]
+        scores /= penalty  # in place: (a + b) / penalty's float32 values, one [rows, vocab] array fewer
+        scores = scores.reshape(live, beams * vocab)
+
+        columns = candidate_columns(scores, 2 * beams)
+        top = top_k(np.take_along_axis(scores, columns, axis=1), 2 * beams, ties=columns)
+        top_indices = np.take_along_axis(columns, top, axis=1)
+        top_scores = np.take_along_axis(scores, top_indices, axis=1)
+        beam_indices, symbols = top_indices // vocab, top_indices % vocab
+        candidate_seqs = np.concatenate([take_slots(self.seqs, beam_indices), symbols[:, :, None]], axis=2)
+        flags = symbols == EOS_ID
+        candidate_fired = take_slots(self.alive_fired, beam_indices)
+        if banned is not None:  # the guard banned a token the parent preferred to this one
+            parent_flat = np.arange(live)[:, None] * beams + beam_indices
+            candidate_fired = candidate_fired | (banned[parent_flat] > step_log_probs[parent_flat, symbols])
+
+        # the best candidates that do not end continue
+        suppressed = top_scores + flags.astype(np.float32) * LOWEST
+        alive = _stable_top(suppressed, beams)
+        self.alive_scores = np.take_along_axis(suppressed, alive, axis=1)
+        self.alive_fired = np.take_along_axis(candidate_fired, alive, axis=1)
+        self.seqs = take_slots(candidate_seqs, alive)
+        self.log_probs = self.alive_scores * penalty
+
+        # every candidate that ends competes with the finished hypotheses
+        step_fin_scores = top_scores + (np.float32(1.0) - flags.astype(np.float32)) * LOWEST
+        merged_scores = np.concatenate([self.fin_scores, step_fin_scores], axis=1)
+        chosen = _stable_top(merged_scores, beams)
+        self.fin_scores = np.take_along_axis(merged_scores, chosen, axis=1)
+        self.fin_flags = np.take_along_axis(np.concatenate([self.fin_flags, flags], axis=1), chosen, axis=1)
+        self.fin_fired = np.take_along_axis(np.concatenate([self.fin_fired, candidate_fired], axis=1), chosen, axis=1)
+        padded = np.concatenate([self.fin_seqs, np.zeros((live, beams, 1), dtype=np.int64)], axis=2)
+        self.fin_seqs = take_slots(np.concatenate([padded, candidate_seqs], axis=1), chosen)
+        parents: np.ndarray = np.take_along_axis(beam_indices, alive, axis=1)
+        return parents
+
+
 def csanmt_beam_search(
     model: StepModel,
     input_ids: np.ndarray,
@@ -207,66 +327,30 @@ def csanmt_beam_search(
     # are expanded to one row per beam after it
     expanded = False
     past = model.empty_past(batch)
-    # per sentence still searching: the penalty at its maximum length (its stopping rule's bound)
-    max_penalty = np.array([gnmt_length_penalty(int(n), alpha) for n in item_lengths], dtype=np.float32)
-    longest = int(item_lengths.max()) if batch else 0
-
-    items = np.arange(batch)  # original row of each sentence still searching
-    seqs = np.zeros((batch, beams, 0), dtype=np.int64)  # running hypotheses: the tokens chosen so far
-    log_probs = np.full((batch, beams), LOWEST, dtype=np.float32)
-    log_probs[:, 0] = 0.0
-    alive_scores = np.zeros((batch, beams), dtype=np.float32)
-    fin_flags = np.zeros((batch, beams), dtype=bool)
-    fin_seqs = np.zeros((batch, beams, 0), dtype=np.int64)
-    fin_scores = np.full((batch, beams), LOWEST, dtype=np.float32)
-    alive_fired = np.zeros((batch, beams), dtype=bool)  # the guard changed a choice on this hypothesis' path
-    fin_fired = np.zeros((batch, beams), dtype=bool)
-    results: list[tuple[np.ndarray, np.ndarray, bool, bool]] = (
-        [(fin_seqs[0], fin_scores[0], False, False)] * batch if batch else []
-    )
-
-    def finish(positions: np.ndarray) -> None:
-        for position in positions.tolist():
-            if fin_flags[position].any():
-                results[items[position]] = (fin_seqs[position], fin_scores[position], True, fin_fired[position, 0])
-            else:
-                results[items[position]] = (seqs[position], alive_scores[position], False, alive_fired[position, 0])
+    state = _SearchState.start(item_lengths, beams, alpha)
+    results: dict[int, _Final] = {}  # by original row
 
     with np.errstate(over="ignore"):  # float32's lowest plus a negative score is -inf, as in TensorFlow
-        for time in range(longest):
-            # modelscope's loop condition, per sentence: done when no running hypothesis can still get in, or
-            # after its maximum length of steps
-            worst_finished = np.min(fin_scores * fin_flags.astype(np.float32), axis=1)
-            worst_finished = worst_finished + LOWEST * (~fin_flags.any(axis=1)).astype(np.float32)
-            done = (worst_finished > log_probs[:, 0] / max_penalty) | (item_lengths <= time)
+        for time in range(int(item_lengths.max()) if batch else 0):
+            done = state.done(time)
             if done.any():
-                finish(np.flatnonzero(done))
+                for position in np.flatnonzero(done).tolist():
+                    results[int(state.items[position])] = state.final(position)
                 keep = np.flatnonzero(~done)
                 if keep.size == 0:
                     break
-                rows = (keep[:, None] * beams + np.arange(beams)).reshape(-1)
-                items, seqs, log_probs, alive_scores = items[keep], seqs[keep], log_probs[keep], alive_scores[keep]
-                fin_flags, fin_seqs, fin_scores = fin_flags[keep], fin_seqs[keep], fin_scores[keep]
-                alive_fired, fin_fired = alive_fired[keep], fin_fired[keep]
-                item_lengths, max_penalty = item_lengths[keep], max_penalty[keep]
-                index = rows if expanded else keep
+                state.keep(keep)
+                index = (keep[:, None] * beams + np.arange(beams)).reshape(-1) if expanded else keep
                 past = [array[index] for array in past]
                 cross = [array[index] for array in cross]
                 mask = mask[index]
-            live = items.shape[0]
-            flat_seqs = seqs.reshape(live * beams, time)
+            live = state.items.shape[0]
+            flat_seqs = state.seqs.reshape(live * beams, time)
             if expanded:
                 step_log_probs, present = model.step(flat_seqs[:, -1:], mask, past, cross)
                 step_log_probs = np.asarray(step_log_probs, dtype=np.float32)  # the session's buffer, changed in place
-            else:  # the first step: one row per sentence, then one per beam
-                start = np.full((live, 1), EOS_ID, dtype=np.int64)  # modelscope's decoder input before any token
-                first_log_probs, first_present = model.step(start, mask, past, cross)
-                expand = np.repeat(np.arange(live), beams)
-                step_log_probs = np.asarray(first_log_probs, dtype=np.float32)[expand]
-                present = [array[expand] for array in first_present]
-                del first_log_probs, first_present
-                cross = [array[expand] for array in cross]
-                mask = mask[expand]
+            else:
+                step_log_probs, present, cross, mask = _first_step(model, beams, mask, past, cross)
                 expanded = True
             past = []  # freed now: between steps only one cache is held (decoding.beam_search measures why)
             if time < min_length:
@@ -276,58 +360,23 @@ def csanmt_beam_search(
                 if repetition_guard is not None
                 else None
             )
-            vocab = step_log_probs.shape[1]
-            penalty = gnmt_length_penalty(time + 1, alpha)
-            scores = log_probs.reshape(-1, 1) + step_log_probs  # [live * beams, vocab]
-            scores /= penalty  # in place: (a + b) / penalty's float32 values, one [rows, vocab] array fewer
-            scores = scores.reshape(live, beams * vocab)
-
-            columns = candidate_columns(scores, 2 * beams)
-            top = top_k(np.take_along_axis(scores, columns, axis=1), 2 * beams, ties=columns)
-            top_indices = np.take_along_axis(columns, top, axis=1)
-            top_scores = np.take_along_axis(scores, top_indices, axis=1)
-            beam_indices, symbols = top_indices // vocab, top_indices % vocab
-            candidate_seqs = np.concatenate([take_slots(seqs, beam_indices), symbols[:, :, None]], axis=2)
-            flags = symbols == EOS_ID
-            candidate_fired = take_slots(alive_fired, beam_indices)
-            if banned is not None:  # the guard banned a token the parent preferred to this one
-                parent_flat = np.arange(live)[:, None] * beams + beam_indices
-                candidate_fired = candidate_fired | (banned[parent_flat] > step_log_probs[parent_flat, symbols])
-
-            # the best candidates that do not end continue
-            suppressed = top_scores + flags.astype(np.float32) * LOWEST
-            alive = _stable_top(suppressed, beams)
-            alive_scores = np.take_along_axis(suppressed, alive, axis=1)
-            alive_beams = np.take_along_axis(beam_indices, alive, axis=1)
-            alive_fired = np.take_along_axis(candidate_fired, alive, axis=1)
-            seqs = take_slots(candidate_seqs, alive)
-            log_probs = alive_scores * penalty
-            parent_rows = (np.arange(live)[:, None] * beams + alive_beams).reshape(-1)
-            past = reorder_rows(present, parent_rows)
+            parents = state.advance(step_log_probs, banned, time, alpha)
+            past = reorder_rows(present, (np.arange(live)[:, None] * beams + parents).reshape(-1))
             del present
-
-            # every candidate that ends competes with the finished hypotheses
-            step_fin_scores = top_scores + (np.float32(1.0) - flags.astype(np.float32)) * LOWEST
-            merged_flags = np.concatenate([fin_flags, flags], axis=1)
-            merged_scores = np.concatenate([fin_scores, step_fin_scores], axis=1)
-            chosen = _stable_top(merged_scores, beams)
-            fin_scores = np.take_along_axis(merged_scores, chosen, axis=1)
-            fin_flags = np.take_along_axis(merged_flags, chosen, axis=1)
-            fin_fired = np.take_along_axis(np.concatenate([fin_fired, candidate_fired], axis=1), chosen, axis=1)
-            padded = np.concatenate([fin_seqs, np.zeros((live, beams, 1), dtype=np.int64)], axis=2)
-            fin_seqs = take_slots(np.concatenate([padded, candidate_seqs], axis=1), chosen)
         else:
-            finish(np.arange(items.shape[0]))
+            for position in range(state.items.shape[0]):
+                results[int(state.items[position])] = state.final(position)
 
-    beams_out = [[_cut(row) for row in sequences] for sequences, _, _, _ in results]
-    scored = [len(rows[0]) + int(ended) for rows, (_, _, ended, _) in zip(beams_out, results, strict=True)]
+    finals = [results[row] for row in range(batch)]
+    beams_out = [[_cut(row) for row in sequences] for sequences, _, _, _ in finals]
+    scored = [len(rows[0]) + int(ended) for rows, (_, _, ended, _) in zip(beams_out, finals, strict=True)]
     return CsanmtSearchResult(
         beams=beams_out,
-        scores=np.stack([np.asarray(scores, dtype=np.float32) for _, scores, _, _ in results]),
+        scores=np.stack([np.asarray(scores, dtype=np.float32) for _, scores, _, _ in finals]),
         best_sums=tuple(
             float(scores[0]) * float(gnmt_length_penalty(count, alpha)) if count else 0.0
-            for (_, scores, _, _), count in zip(results, scored, strict=True)
+            for (_, scores, _, _), count in zip(finals, scored, strict=True)
         ),
         best_scored=tuple(scored),
-        best_fired=tuple(bool(fired) for _, _, _, fired in results),
+        best_fired=tuple(bool(fired) for _, _, _, fired in finals),
     )
