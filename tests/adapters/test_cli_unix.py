@@ -139,6 +139,9 @@ def test_ctrl_c_exits_130_without_a_traceback(adapter_env: dict[str, str]) -> No
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # Ctrl-C as in a terminal: a background job of a non-interactive shell (CI's, say) starts with SIGINT
+        # ignored, and a child inherits that (Python then installs no KeyboardInterrupt handler)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     process.stdin.write("你好。\n".encode())
