@@ -300,7 +300,8 @@ def candidate_columns(log_probs: np.ndarray, k: int) -> np.ndarray:
     if blocks <= k:
         return np.broadcast_to(np.arange(width), (rows, width))
     body = log_probs[:, : blocks * CANDIDATE_BLOCK].reshape(rows, blocks, CANDIDATE_BLOCK)
-    best_blocks = np.argpartition(body.max(axis=2), blocks - k, axis=1)[:, blocks - k :]
+    # fmax: the maxima max gives (log-probabilities hold no NaN) without its NaN checks, a third faster
+    best_blocks = np.argpartition(np.fmax.reduce(body, axis=2), blocks - k, axis=1)[:, blocks - k :]
     columns = (best_blocks[:, :, None] * CANDIDATE_BLOCK + np.arange(CANDIDATE_BLOCK)).reshape(rows, -1)
     tail = np.arange(blocks * CANDIDATE_BLOCK, width)
     if tail.size:
