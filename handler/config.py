@@ -17,6 +17,7 @@ from handler.errors import ConfigurationError
 # --- environment variable names -------------------------------------------------------------------------
 ENV_BUNDLE_DIR = "TRANSLATE_BUNDLE_DIR"
 ENV_THREADS = "TRANSLATE_THREADS"
+ENV_DECODE_STREAMS = "TRANSLATE_DECODE_STREAMS"
 ENV_SPINNING = "TRANSLATE_THREAD_SPINNING"
 ENV_VERIFY_HASHES = "TRANSLATE_VERIFY_HASHES"
 ENV_MAX_CHARS = "TRANSLATE_MAX_CHARS"
@@ -48,6 +49,12 @@ DEFAULT_BUNDLE_DIR = REPO_ROOT / "model_artifacts" / "default"
 MAX_BEAM_SIZE = 8
 
 
+def _automatic_count() -> int:
+    """Threads or parts when the setting is 0: one per CPU this process may use, at most 2."""
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(2, available))
+
+
 @dataclass(frozen=True)
 class RuntimeConfig:
     """Everything the runtime reads from its environment, with defaults suited to a 2048 MB function."""
@@ -55,6 +62,9 @@ class RuntimeConfig:
     bundle_dir: Path = DEFAULT_BUNDLE_DIR
     threads: int = 0  # ONNX Runtime intra-op threads; 0 = one per available CPU, at most 2
     thread_spinning: bool = False  # spinning slows a loop that alternates ORT calls with Python work
+    # a beam search of 4 or more sentences runs as this many parts side by side (handler.model.parallel_search);
+    # 0 = one per available CPU, at most 2
+    decode_streams: int = 0
     verify_hashes: bool = True
     max_chars: int = 20_000  # per request (all texts together)
     max_texts: int = 64  # per request
@@ -95,6 +105,7 @@ class RuntimeConfig:
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str, str]] = [
             (self.threads >= 0, ENV_THREADS, "0 (automatic) or a positive number of threads"),
+            (self.decode_streams >= 0, ENV_DECODE_STREAMS, "0 (automatic) or a positive number of parts"),
             (self.max_chars > 0, ENV_MAX_CHARS, "a positive number of characters"),
             (self.max_texts > 0, ENV_MAX_TEXTS, "a positive number of texts"),
             (self.max_file_bytes > 0, ENV_MAX_FILE_BYTES, "a positive number of bytes"),
@@ -150,10 +161,11 @@ class RuntimeConfig:
 
     @property
     def intra_op_threads(self) -> int:
-        if self.threads:
-            return self.threads
-        available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        return max(1, min(2, available))
+        return self.threads or _automatic_count()
+
+    @property
+    def decoding_streams(self) -> int:
+        return self.decode_streams or _automatic_count()
 
     def request_deadline(self, arrived: float) -> float | None:
         """An HTTP request's deadline (a ``time.monotonic()`` value) where the platform reports no time left: its
@@ -237,6 +249,7 @@ def _origins(variable: str, raw: str) -> tuple[str, ...]:
 _FIELD_BY_ENV: dict[str, str] = {
     ENV_BUNDLE_DIR: "bundle_dir",
     ENV_THREADS: "threads",
+    ENV_DECODE_STREAMS: "decode_streams",
     ENV_SPINNING: "thread_spinning",
     ENV_VERIFY_HASHES: "verify_hashes",
     ENV_MAX_CHARS: "max_chars",
@@ -266,6 +279,7 @@ _FIELD_BY_ENV: dict[str, str] = {
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "bundle_dir": lambda _variable, raw: Path(raw),
     "threads": _number(int, "an integer"),
+    "decode_streams": _number(int, "an integer"),
     "thread_spinning": _boolean,
     "verify_hashes": _boolean,
     "max_chars": _number(int, "an integer"),

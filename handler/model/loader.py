@@ -27,6 +27,7 @@ from handler.model.decoding import Hypothesis
 from handler.model.families import family_named
 from handler.model.families.base import Decoding, ModelFamily, SearchRequest, Tokenizer
 from handler.model.memory import release_free_heap
+from handler.model.parallel_search import search_in_parts
 from handler.model.sessions import OnnxEncoderDecoder
 
 T = TypeVar("T")
@@ -138,6 +139,7 @@ class LoadedModel:
     # seconds: check_s (the sha256 of the files), tokenizer_s and sessions_s (all three at the same time), warmup_s,
     # load_s (until all three are done)
     timings: dict[str, float] = field(default_factory=dict)
+    streams: int = 1  # a beam search of several sentences runs as up to this many parts side by side
 
     @property
     def spec(self) -> ModelSpec:
@@ -151,7 +153,13 @@ class LoadedModel:
         input_ids, attention_mask = pad_batch(
             rows, self.spec.pad_id, max_width=self.spec.max_positions, multiple=width_multiple
         )
-        return self.decoding.search(self.model, input_ids, attention_mask, request)
+        return search_in_parts(
+            input_ids,
+            attention_mask,
+            request,
+            self.streams,
+            lambda ids, mask, part: self.decoding.search(self.model, ids, mask, part),
+        )
 
     def search_n_best(
         self, rows: Sequence[Sequence[int]], request: SearchRequest, n_best: int, *, width_multiple: int = 1
@@ -160,7 +168,13 @@ class LoadedModel:
         input_ids, attention_mask = pad_batch(
             rows, self.spec.pad_id, max_width=self.spec.max_positions, multiple=width_multiple
         )
-        return self.decoding.search_n_best(self.model, input_ids, attention_mask, request, n_best)
+        return search_in_parts(
+            input_ids,
+            attention_mask,
+            request,
+            self.streams,
+            lambda ids, mask, part: self.decoding.search_n_best(self.model, ids, mask, part, n_best),
+        )
 
 
 def warm_up(loaded: LoadedModel, beam_size: int) -> None:
@@ -217,7 +231,13 @@ def load_model(config: RuntimeConfig) -> LoadedModel:
         model, sessions_s = sessions.result()
     opened = time.perf_counter()
     loaded = LoadedModel(
-        bundle_dir=bundle_dir, manifest=manifest, family=family, tokenizer=tokenizer, model=model, decoding=decoding
+        bundle_dir=bundle_dir,
+        manifest=manifest,
+        family=family,
+        tokenizer=tokenizer,
+        model=model,
+        decoding=decoding,
+        streams=config.decoding_streams,
     )
     warm_up(loaded, config.beam_size)
     release_free_heap()  # what loading and warming freed (handler.model.memory)

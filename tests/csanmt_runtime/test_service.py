@@ -13,6 +13,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from handler.errors import BundleError
 from handler.model import bundle
 from handler.model.batching import pad_batch
 from handler.model.families import csanmt
+from handler.model.families.base import SearchRequest
 from handler.model.families.csanmt.beam_search import csanmt_beam_search
 from handler.model.families.csanmt.tokenizer import CsanmtTokenizer
 from handler.model.loader import LoadedModel, load_bundle, load_model
@@ -71,6 +73,15 @@ def test_the_service_translates_with_modelscopes_search(loaded: LoadedModel, bea
         expected.append(clean_translation(loaded.tokenizer.decode(result.best[0])))
     assert found == expected
     assert service.info()["family"] == "csanmt"
+
+
+def test_a_batch_searched_in_parts_finds_what_one_search_finds(loaded: LoadedModel) -> None:
+    """``handler.model.parallel_search`` on CSANMT's search: 8 sentences as 1, 2 and 3 parts side by side."""
+    rows = loaded.tokenizer.encode_batch(TEXTS + [text + text for text in TEXTS])
+    request = SearchRequest(beam_size=4, max_new_tokens=tuple(2 * len(row) + 5 for row in rows))
+    alone = replace(loaded, streams=1).search(rows, request, width_multiple=16)
+    for streams in (2, 3):
+        assert replace(loaded, streams=streams).search(rows, request, width_multiple=16) == alone
 
 
 def _copy(bundle_dir: Path, tmp_path: Path, change: dict[str, object], drop_file: str | None = None) -> Path:
