@@ -45,8 +45,9 @@ def part_count(sentences: int, request: SearchRequest, streams: int) -> int:
 
 
 def split_rows(sentences: int, parts: int) -> list[np.ndarray]:
-    """The batch's row indices of each part, interleaved (row ``i`` goes to part ``i % parts``): a batch the service
-    sorted by length gives every part its share of long and short sentences, so the parts end together."""
+    """The batch's row indices of each part, interleaved (row ``i`` goes to part ``i % parts``): a batch sorted by
+    length (``handler.model.batching``) gives every part its share of long and short sentences, so the parts end
+    together."""
     return [np.arange(start, sentences, parts) for start in range(parts)]
 
 
@@ -62,6 +63,8 @@ def _executor(workers: int) -> ThreadPoolExecutor:
     global _pool, _pool_pid, _pool_workers
     with _lock:
         if _pool is None or _pool_pid != os.getpid() or _pool_workers < workers:
+            if _pool is not None and _pool_pid == os.getpid():
+                _pool.shutdown(wait=False)  # too few threads: its idle ones end, the parts it still runs finish
             _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="decode-part")
             _pool_pid, _pool_workers = os.getpid(), workers
         return _pool
