@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from handler.config import ENV_BUNDLE_DIR, RuntimeConfig
 from handler.errors import BundleError
 from handler.model import bundle, file_hashes
@@ -31,6 +33,7 @@ from handler.model.parallel_search import search_in_parts
 from handler.model.sessions import OnnxEncoderDecoder
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 # warm-up input: one short sentence, the service's beam, two new tokens (a Marian decoder step at the beam's rows,
 # then the forced </s>; CSANMT's first step at one row, then one at the beam's): both graphs run before the first
@@ -150,31 +153,33 @@ class LoadedModel:
     ) -> list[Hypothesis]:
         """The family's search over token-id rows, padded here (at most the model's positions wide, the width
         rounded up to ``width_multiple``): the one decoding step the service, the warm-up and the benchmarks share."""
-        input_ids, attention_mask = pad_batch(
-            rows, self.spec.pad_id, max_width=self.spec.max_positions, multiple=width_multiple
-        )
-        return search_in_parts(
-            input_ids,
-            attention_mask,
-            request,
-            self.streams,
-            lambda ids, mask, part: self.decoding.search(self.model, ids, mask, part),
+        return self._padded_in_parts(
+            rows, request, width_multiple, lambda ids, mask, part: self.decoding.search(self.model, ids, mask, part)
         )
 
     def search_n_best(
         self, rows: Sequence[Sequence[int]], request: SearchRequest, n_best: int, *, width_multiple: int = 1
     ) -> list[list[Hypothesis]]:
         """``search`` keeping up to ``n_best`` hypotheses per row, best first (``Decoding.search_n_best``)."""
+        return self._padded_in_parts(
+            rows,
+            request,
+            width_multiple,
+            lambda ids, mask, part: self.decoding.search_n_best(self.model, ids, mask, part, n_best),
+        )
+
+    def _padded_in_parts(
+        self,
+        rows: Sequence[Sequence[int]],
+        request: SearchRequest,
+        width_multiple: int,
+        search: Callable[[np.ndarray, np.ndarray, SearchRequest], list[R]],
+    ) -> list[R]:
+        """``search`` of the rows padded once, as parts side by side where the batch allows (``parallel_search``)."""
         input_ids, attention_mask = pad_batch(
             rows, self.spec.pad_id, max_width=self.spec.max_positions, multiple=width_multiple
         )
-        return search_in_parts(
-            input_ids,
-            attention_mask,
-            request,
-            self.streams,
-            lambda ids, mask, part: self.decoding.search_n_best(self.model, ids, mask, part, n_best),
-        )
+        return search_in_parts(input_ids, attention_mask, request, self.streams, search)
 
 
 def warm_up(loaded: LoadedModel, beam_size: int) -> None:

@@ -19,18 +19,7 @@ from handler.model import parallel_search
 from handler.model.families.base import SearchRequest
 from handler.model.loader import LoadedModel, load_model
 from handler.model.parallel_search import part_count, search_in_parts, split_rows
-
-SENTENCES = [
-    "你好。",
-    "今天天气很好，我们去公园散步吧。",
-    "会议定于明天上午九点在北京举行。",
-    "谢谢。",
-    "我们明天早上九点在图书馆门口见面，请不要迟到。",
-    "这本书很有意思。",
-    "他说他明天不来了。",
-    "请问最近的地铁站在哪里？",
-    "公司去年收入增长了百分之十。",
-]
+from tests.runtime.conftest import SENTENCES
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +32,7 @@ def _alone(loaded: LoadedModel) -> LoadedModel:
 
 
 def _rows(loaded: LoadedModel) -> list[list[int]]:
-    return loaded.tokenizer.encode_batch(SENTENCES)
+    return loaded.tokenizer.encode_batch(list(SENTENCES))
 
 
 def test_the_parts_find_what_one_search_finds(loaded_in_parts: LoadedModel) -> None:
@@ -74,7 +63,7 @@ def test_each_part_runs_on_its_own_thread_and_the_results_keep_the_batch_order(
     monkeypatch.setattr(loaded_in_parts.decoding, "search", recorded)
     rows = _rows(loaded_in_parts)
     found = loaded_in_parts.search(rows, SearchRequest(beam_size=2, max_new_tokens=8))
-    assert len(seen) == 3 and len({thread for thread, _ in seen}) == 3  # 9 sentences, 3 streams: 3 parts
+    assert len(seen) == 3 and len({thread for thread, _ in seen}) == 3  # 3 streams: 3 parts
     assert sorted(first for _, firsts in seen for first in firsts) == sorted(row[0] for row in rows)
     monkeypatch.undo()
     assert found == _alone(loaded_in_parts).search(rows, SearchRequest(beam_size=2, max_new_tokens=8))
