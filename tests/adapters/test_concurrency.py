@@ -126,9 +126,12 @@ class InFlightRecorder:
 def test_the_service_decodes_one_batch_at_a_time_under_concurrent_calls(startup: Startup) -> None:
     service = startup.require_service()
     recorder = InFlightRecorder(service.model.decoding)
-    model = dataclasses.replace(service.model, decoding=recorder)
+    # one part at a time: a batch's beam search may run as parts side by side (handler.model.parallel_search, tested
+    # there), and each part is a search of its own; this test is about the batches of concurrent calls
+    model = dataclasses.replace(service.model, decoding=recorder, streams=1)
     shared = TranslationService(model, service.config, service.glossary)
-    texts = distinct_texts(16)
+    chosen = distinct_texts(20)
+    texts = [*chosen[4:], "".join(chosen[:4])]  # and a text of several sentences: a batch of several rows
     alone = {text: service.translate(text) for text in texts}
     barrier = threading.Barrier(len(texts))
 
