@@ -281,8 +281,9 @@ def folder_mb(folder: Path, pattern: str = "*") -> float:
 def run_child(job: dict[str, Any], scratch: Path, timeout_s: float = CHILD_TIMEOUT_S) -> dict[str, Any]:
     """One engine in a fresh process; its last stdout line is its figures."""
     from bench.pipeline import modelscope_offline
-    from bench.pipeline.side_by_side import child_environment, figures_printed
+    from bench.pipeline.side_by_side import child_environment, compile_bytecode, figures_printed
 
+    compile_bytecode()
     job_path = scratch / f"job-{job['engine']}.json"
     job_path.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
     environment = modelscope_offline.environment(scratch / "modelscope-cache", job["threads"], child_environment())

@@ -10,6 +10,7 @@ not deliver in every round: the caller fails on any.
 
 from __future__ import annotations
 
+import compileall
 import json
 import math
 import os
@@ -117,11 +118,27 @@ def child_environment() -> dict[str, str]:
     )
 
 
+COMPILED_PACKAGES = ("handler", "bench")  # the modules a measured process imports from the checkout
+
+
+def compile_bytecode() -> None:
+    """Byte-compile the checkout's modules, as the images do (``python -m compileall -q handler`` in the
+    Dockerfile), so that a measured cold start imports compiled modules as a deployed function does. Where
+    ``PYTHONDONTWRITEBYTECODE`` is set (this machine's environment) the interpreter never writes them, and every
+    fresh process would compile the sources again: measured, importing the service took 140 ms instead of 75 ms.
+    The other engines' packages were compiled when pip installed them."""
+    for package in COMPILED_PACKAGES:
+        if not compileall.compile_dir(REPO_ROOT / package, quiet=1):
+            raise RuntimeError(f"python -m compileall {package} failed: a module of the checkout does not compile")
+
+
 def run_process(
     module: str, job: dict[str, Any], timeout_s: float = 1800, preexec_fn: Callable[[], None] | None = None
 ) -> dict[str, Any]:
-    """Start ``python -m module JOB.json`` in a fresh process; its last stdout line is its figures (JSON).
-    ``preexec_fn`` runs in the child before the program (``bench.studies.cpu_quota``: into a CPU-limited cgroup)."""
+    """Start ``python -m module JOB.json`` in a fresh process (the checkout's modules compiled first:
+    ``compile_bytecode``); its last stdout line is its figures (JSON). ``preexec_fn`` runs in the child before the
+    program (``bench.studies.cpu_quota``: into a CPU-limited cgroup)."""
+    compile_bytecode()
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as handle:
         json.dump(job, handle)
         job_path = handle.name

@@ -135,3 +135,23 @@ def test_an_engine_started_in_fewer_rounds_is_expected_in_those_only() -> None:
     assert missing(result) == []
     result.engine_rounds[TRANSFORMERS] = 2
     assert len(missing(result)) == len(engines.FIGURES)
+
+
+def test_measured_processes_import_the_checkout_compiled() -> None:
+    """Every module of the packages a measured process imports has bytecode current with its source (the pyc's
+    header holds the source's mtime and size), as in the images, even where PYTHONDONTWRITEBYTECODE is set."""
+    import importlib.util
+    import struct
+
+    from bench.pipeline.side_by_side import COMPILED_PACKAGES, compile_bytecode
+    from handler.config import REPO_ROOT
+
+    compile_bytecode()
+    sources = [path for package in COMPILED_PACKAGES for path in sorted((REPO_ROOT / package).rglob("*.py"))]
+    assert len(sources) > 50
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        assert cached.is_file(), f"{source} has no bytecode"
+        flags, mtime, size = struct.unpack("<III", cached.read_bytes()[4:16])
+        stat = source.stat()
+        assert (flags, mtime, size) == (0, int(stat.st_mtime) & 0xFFFFFFFF, stat.st_size & 0xFFFFFFFF), source
