@@ -256,7 +256,7 @@ def test_a_weight_both_graphs_hold_is_stored_once(tmp_path: Path) -> None:
     assert (tmp_path / bundle.weights_file("other.onnx")).stat().st_size == own.nbytes
 
 
-def test_an_output_taken_from_a_length_one_axis_is_a_view_not_a_copy(tmp_path: Path) -> None:
+def test_an_output_taken_from_a_length_one_axis_is_squeezed_not_gathered(tmp_path: Path) -> None:
     from build.compact import squeeze_output_gather
 
     graph = helper.make_graph(
