@@ -532,7 +532,8 @@ def document(
         "batch-1 sentence.",
         "- Cold start: from the parent's clock just before it starts the process to the first translation done "
         "(text in, text out with the engine's own tokenizer, beam 4, the forced length): interpreter start, "
-        "imports, loading, this runtime's warm-up and hash checks included. RSS after load: the process's own "
+        "imports (the checkout's modules byte-compiled beforehand, as the images compile them), loading, this "
+        "runtime's warm-up and hash checks included. RSS after load: the process's own "
         "`VmRSS` right then (this runtime's text-in, text-out call ends, as every service request does, by "
         "returning the freed heap to the system: `handler.model.memory`); peak RSS: its own `VmHWM` at the end (after "
         "the batch beam-4 runs).",
