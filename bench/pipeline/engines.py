@@ -16,6 +16,10 @@ in this order:
   mode), the median of ``repeats`` calls after one untimed call;
 * ``peak_rss_mb``: ``VmHWM`` of this process at the end (its own high-water mark, ``bench/pipeline/memory.py``).
 
+A job with ``"floor": true`` measures the engine's floor instead (``bench.pipeline.floor``): the process imports the
+libraries the engine cannot translate without (``FLOOR_LIBRARIES``), and no model, then prints ``import_s`` (process
+start -> imported, as the cold start counts it) and ``rss_mb`` (``VmRSS`` then).
+
 Every output has exactly ``forced_tokens`` tokens, checked after every call: the end of sentence is banned before
 that many tokens and the length is capped there (this runtime: ``min_new_tokens`` = ``max_new_tokens`` =
 tokens + 1, the last one the forced ``</s>``, which costs no decoder step; CSANMT's search: both = tokens;
@@ -28,6 +32,7 @@ Only the standard library is imported at module level, so that the cold start co
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import statistics
@@ -41,6 +46,9 @@ from bench.pipeline.memory import current_rss_mb, peak_rss_mb
 
 SPAWNED_AT = "BENCH_SPAWNED_AT"
 ENGINES = ("runtime", "ctranslate2", "transformers")
+# this runtime: onnxruntime (which imports numpy: sessions take and return numpy arrays) and a Marian bundle's
+# tokenizer; CTranslate2: what its process below imports
+FLOOR_LIBRARIES = {"runtime": ("onnxruntime", "sentencepiece"), "ctranslate2": ("ctranslate2", "sentencepiece")}
 FIGURES = (
     "cold_start_s",
     "rss_after_load_mb",
@@ -222,6 +230,14 @@ def measure(job: dict[str, Any], spawned_at: float) -> dict[str, Any]:
     return figures
 
 
+def measure_floor(job: dict[str, Any], spawned_at: float) -> dict[str, Any]:
+    """The engine's libraries imported, nothing else: the seconds since the process started and the RSS then."""
+    libraries = FLOOR_LIBRARIES[job["engine"]]
+    for library in libraries:
+        importlib.import_module(library)
+    return {"import_s": time.time() - spawned_at, "rss_mb": current_rss_mb(), "libraries": list(libraries)}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -230,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spawned_at = float(os.environ.get(SPAWNED_AT, "nan"))
     job = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-    if job["engine"] not in LOADERS:
+    if job["engine"] not in (FLOOR_LIBRARIES if job.get("floor") else LOADERS):
         print(f"unknown engine {job['engine']!r}; one of {', '.join(ENGINES)}", file=sys.stderr)
         return 2
     if spawned_at != spawned_at:
@@ -238,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{SPAWNED_AT} is not set: the parent sets it to time.time() before starting this process", file=sys.stderr
         )
         return 2
-    print(json.dumps(measure(job, spawned_at)))
+    print(json.dumps(measure_floor(job, spawned_at) if job.get("floor") else measure(job, spawned_at)))
     return 0
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.pipeline import quoted
+from bench.pipeline.floor import Floor, floor_bound
 from bench.pipeline.side_by_side import (
     CTRANSLATE2,
     DISK,
@@ -256,6 +257,38 @@ def cold_start_parts_line(result: SetupResult, engine: str = "runtime") -> list[
     if not parts:
         return []
     return [f"- This runtime's cold start by parts (median of {len(runs)} process(es)): " + ", ".join(parts) + "."]
+
+
+def floor_lines(result: SetupResult, floors: Mapping[str, Floor]) -> list[str]:
+    """What the libraries alone cost each engine (``bench.pipeline.floor``) and whether this runtime's floor plus its
+    bundle's weights leaves room under CTranslate2's RSS after load; nothing without both engines' figures."""
+    summary = summarise(result)
+    ours, theirs = floors.get(RUNTIME), floors.get(CTRANSLATE2)
+    reference = summary.get(CTRANSLATE2, {})
+    rss, cold = reference.get("rss_after_load_mb"), reference.get("cold_start_s")
+    if ours is None or theirs is None or rss is None or cold is None:
+        return []
+
+    def named(floor: Floor) -> str:
+        return ", ".join(floor.libraries)
+
+    bound = floor_bound(ours, result.setup.bundle_dir, rss.median)
+    verdict = (
+        f"above CTranslate2's RSS after load ({rss.median:,.0f} MB): no runtime on these libraries that keeps the "
+        "weights it reads in memory can meet the RSS-after-load goal on this model"
+        if not bound.reachable
+        else f"{rss.median - bound.bound_mb:,.1f} MB below CTranslate2's RSS after load ({rss.median:,.0f} MB): the "
+        "room this runtime has for its tokenizer, sessions, pre-packed weights and modules to meet that goal"
+    )
+    return [
+        f"- The floor under these figures (`bench.pipeline.floor`: fresh processes that import only what the engine "
+        f"cannot translate without, and no model; the median of {ours.processes} each): this runtime ({named(ours)}; "
+        f"onnxruntime imports numpy) **{ours.rss_mb:,.1f} MB**, {ours.import_s:.2f} s after the process starts; "
+        f"CTranslate2 ({named(theirs)}) {theirs.rss_mb:,.1f} MB, {theirs.import_s:.2f} s. That floor plus the "
+        f"bundle's weights ({bound.weights_mb:,.1f} MB: the graphs' weights files and the shared embedding, all of "
+        f"which a translation reads) is **{bound.bound_mb:,.1f} MB**, {verdict}. The imports alone take "
+        f"{ours.import_s / cold.median:.0%} of CTranslate2's whole cold start ({cold.median:.2f} s).",
+    ]
 
 
 def ready_seconds(result: SetupResult, engine: str = RUNTIME) -> tuple[float, str] | None:

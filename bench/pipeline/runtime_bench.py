@@ -54,6 +54,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,10 @@ from bench.pipeline import (
     report,
     streaming_bench,
 )
+from bench.pipeline.floor import Floor, measure_floors
 from bench.pipeline.side_by_side import (
+    CTRANSLATE2,
+    RUNTIME,
     Setup,
     SetupResult,
     Workload,
@@ -501,6 +505,7 @@ def document(
     streaming: list[str] | None = None,
     gemm: dict[str, Any] | None = None,
     since_last_run: list[str] | None = None,
+    floors: Mapping[str, Floor] | None = None,
 ) -> str:
     from handler.config import RuntimeConfig
 
@@ -571,6 +576,7 @@ def document(
         ]
         lines += report.side_by_side_table(result)
         lines += ["", *report.cold_start_parts_line(result)]
+        lines += report.floor_lines(result, floors or {})
         longest = result.extra.get("longest_request")
         if longest:
             lines.append(
@@ -720,6 +726,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"measuring the INT8 GEMM peak through ONNX Runtime on {args.threads} threads", flush=True)
     gemm_passes = [gemm_peak.measure(args.threads)]
 
+    marian = [setup for setup in setups if setup.ctranslate2_dir is not None]
+    floors = None
+    if marian:
+        print(f"measuring each engine's floor (its libraries, no model) in {rounds} round(s)", flush=True)
+        floors = measure_floors([RUNTIME, CTRANSLATE2], rounds, run_process)
+
     results = []
     problems_before: list[str] = []
     for setup in setups:
@@ -811,6 +823,7 @@ def main(argv: list[str] | None = None) -> int:
         streaming_section(streaming, command, started, (start_load, load_average())),
         gemm,
         since_lines,
+        floors,
     )
     print()
     print(text)
@@ -843,6 +856,7 @@ def main(argv: list[str] | None = None) -> int:
     if tensorflow is not None:
         medians["csanmt_beside_tensorflow"] = csanmt_tensorflow.medians(tensorflow)
     medians["gemm_peak"] = gemm
+    medians["floors"] = {engine: vars(floor) for engine, floor in (floors or {}).items()}
     medians["macs"] = {result.setup.key: result.extra["macs"] for result in results}
     if args.figures_json is not None:
         args.figures_json.write_text(json.dumps(medians, indent=1), encoding="utf-8")

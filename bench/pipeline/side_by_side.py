@@ -144,7 +144,7 @@ def run_process(
         job_path = handle.name
     try:
         environment = child_environment() | {SPAWNED_AT: repr(time.time())}
-        if job.get("engine") == RUNTIME:  # named in the environment, as a deployed function's bundle is
+        if job.get("engine") == RUNTIME and "model_dir" in job:  # in the environment, as a deployed function has it
             environment[ENV_BUNDLE_DIR] = str(job["model_dir"])
         completed = subprocess.run(
             [sys.executable, "-m", module, job_path],

@@ -155,3 +155,44 @@ def test_measured_processes_import_the_checkout_compiled() -> None:
         flags, mtime, size = struct.unpack("<III", cached.read_bytes()[4:16])
         stat = source.stat()
         assert (flags, mtime, size) == (0, int(stat.st_mtime) & 0xFFFFFFFF, stat.st_size & 0xFFFFFFFF), source
+
+
+def test_a_floor_process_imports_the_engines_libraries_and_no_model() -> None:
+    from bench.pipeline.side_by_side import run_process
+
+    figures = run_process("bench.pipeline.engines", {"engine": RUNTIME, "floor": True})
+    assert figures["libraries"] == ["onnxruntime", "sentencepiece"]
+    # the interpreter with numpy and ONNX Runtime: tens of MB; seconds from the parent's clock, so above zero
+    assert 20 < figures["rss_mb"] < 200 and 0 < figures["import_s"] < 30, figures
+
+
+def _floor_bundle(tmp_path: Path, weights: int) -> Path:
+    (tmp_path / "encoder.onnx.data").write_bytes(b"\0" * (weights // 2))
+    (tmp_path / "decoder.onnx.data").write_bytes(b"\0" * (weights - weights // 2 - 1024))
+    (tmp_path / "embedding.bin").write_bytes(b"\0" * 1024)
+    (tmp_path / "source.spm").write_bytes(b"\0" * 4096)  # a tokenizer file: not a weight
+    (tmp_path / "encoder.onnx").write_bytes(b"\0" * 512)  # the graph's own small tensors: left out (a lower bound)
+    return tmp_path
+
+
+def test_the_floor_bound_counts_the_weights_and_judges_the_reference_rss(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from bench.pipeline.floor import MIB, Floor, weight_bytes
+
+    bundle = _floor_bundle(tmp_path, 10 * MIB)
+    assert weight_bytes(bundle) == 10 * MIB
+    floors = {
+        RUNTIME: Floor(RUNTIME, ("onnxruntime", "sentencepiece"), 50.0, 0.09, 3),
+        CTRANSLATE2: Floor(CTRANSLATE2, ("ctranslate2", "sentencepiece"), 30.0, 0.05, 3),
+    }
+    reference = {"rss_after_load_mb": 57.0, "cold_start_s": 0.15}
+    result = _result({RUNTIME: [_figures(1.0)], CTRANSLATE2: [_figures(1.0) | reference]}, 1)
+    result = replace(result, setup=replace(result.setup, bundle_dir=bundle))
+    (line,) = report.floor_lines(result, floors)
+    assert "**60.0 MB**, above CTranslate2's RSS after load (57 MB): no runtime" in line
+    assert "The imports alone take 60% of CTranslate2's whole cold start (0.15 s)" in line
+    roomy = {RUNTIME: [_figures(1.0)], CTRANSLATE2: [_figures(1.0) | reference | {"rss_after_load_mb": 64.0}]}
+    (line,) = report.floor_lines(replace(_result(roomy, 1), setup=result.setup), floors)
+    assert "**60.0 MB**, 4.0 MB below CTranslate2's RSS after load (64 MB): the room" in line
+    assert report.floor_lines(result, {RUNTIME: floors[RUNTIME]}) == []  # CTranslate2's floor not measured
