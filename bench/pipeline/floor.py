@@ -10,7 +10,8 @@ embedding (the small tensors stored inside the graph files are left out, so the 
 translation reads every one of them (every layer's products at every step, and the output projection, the whole
 embedding), so a runtime that keeps what it reads in memory holds at least its floor plus these bytes after its
 first translation. ``FloorBound`` compares that with CTranslate2's RSS after load: where the bound is higher, no
-runtime built on these libraries can meet the RSS-after-load goal, whatever it does with its graphs.
+runtime built on these libraries that keeps its weights in memory can meet the RSS-after-load goal, whatever it does
+with its graphs.
 """
 
 from __future__ import annotations

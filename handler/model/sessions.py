@@ -26,13 +26,14 @@ supported (no Python program can fork safely then).
 Floating-point numbers too small for a normal float32 (subnormals, below 1.2e-38) are flushed to zero in every
 thread that runs a session: on x86 CPUs each operation that makes or reads one takes a slow microcode path. A
 log-softmax over 50,000 logits whose spread is wide (the full-size random CSANMT's: most ``exp(x - max)`` underflow)
-took 6.2 ms on 64 rows with subnormals and 0.7 ms without; the full-size CSANMT's batch-16 beam-4 decoding ran 27 %
-faster, with the same outputs token for token (docs/decisions.md, "Subnormals flushed to zero"). ONNX Runtime's
-``session.set_denormal_as_zero`` sets the mode for a session's own pool threads, and for the thread that creates the
-process's first session, once; a thread the program starts afterwards inherits its creator's mode. So the loading
-thread creates a one-node session first (``flush_denormals_in_this_thread``), before the encoder's and decoder's
-sessions, which are built on other threads: the thread that loads the model, and the threads it starts later (the
-servers' request threads, the searches' parts), run with subnormals flushed.
+took 6.2 ms on 64 rows with subnormals and 0.7 ms without; the full-size CSANMT's batch-16 beam-4 decoding ran a
+fifth faster (make bench: 291 -> 354 tokens/s), with the same outputs token for token (docs/decisions.md,
+"Subnormals flushed to zero"). ONNX Runtime's ``session.set_denormal_as_zero`` sets the mode for a session's own
+pool threads, and for the thread that creates the process's first session, once; a thread the program starts
+afterwards inherits its creator's mode. So the loading thread creates a one-node session first
+(``flush_denormals_in_this_thread``), before the encoder's and decoder's sessions, which are built on other threads:
+the thread that loads the model, and the threads it starts later (the servers' request threads, the searches'
+parts), run with subnormals flushed.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ PROVIDERS = ["CPUExecutionProvider"]
 LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
 FLUSH_DENORMALS = "session.set_denormal_as_zero"
 # an ONNX graph of one Identity node ([1] float32 in and out, opset 17): the session flush_denormals_in_this_thread
-# creates; written by onnx.helper (tests/runtime/test_sessions.py builds it again and compares)
+# creates; written by onnx.helper (tests/runtime/test_onnx_model.py builds it again and compares)
 IDENTITY_GRAPH = (
     b'\x08\x08:E\n\x10\n\x01x\x12\x01y"\x08Identity\x12\x0fflush_denormalsZ\x0f\n\x01x\x12\n\n\x08\x08\x01\x12\x04\n\x02'
     b"\x08\x01b\x0f\n\x01y\x12\n\n\x08\x08\x01\x12\x04\n\x02\x08\x01B\x04\n\x00\x10\x11"
