@@ -30,7 +30,7 @@ from handler.model.families import family_named
 from handler.model.families.base import Decoding, ModelFamily, SearchRequest, Tokenizer
 from handler.model.memory import release_free_heap
 from handler.model.parallel_search import search_in_parts
-from handler.model.sessions import OnnxEncoderDecoder, flush_denormals_in_this_thread
+from handler.model.sessions import OnnxEncoderDecoder
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -226,7 +226,6 @@ def load_model(config: RuntimeConfig) -> LoadedModel:
             optimized_offline=manifest.graph_optimization == bundle.GRAPHS_OPTIMIZED_OFFLINE,
         )
 
-    flush_denormals_in_this_thread()  # this thread, not the one that builds the sessions (handler.model.sessions)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="cold-start") as pool:
         hashes = pool.submit(_timed, check_hashes)
         sessions = pool.submit(_timed, open_sessions)

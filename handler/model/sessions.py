@@ -23,17 +23,9 @@ just before a fork (in the forking thread, while their threads are alive), reope
 after it, and reopened in the parent on its next use. Forking while another thread is running the model is not
 supported (no Python program can fork safely then).
 
-Floating-point numbers too small for a normal float32 (subnormals, below 1.2e-38) are flushed to zero in every
-thread that runs a session: on x86 CPUs each operation that makes or reads one takes a slow microcode path. A
-log-softmax over 50,000 logits whose spread is wide (the full-size random CSANMT's: most ``exp(x - max)`` underflow)
-took 6.2 ms on 64 rows with subnormals and 0.7 ms without; the full-size CSANMT's batch-16 beam-4 decoding ran a
-fifth faster (make bench: 291 -> 354 tokens/s), with the same outputs token for token (docs/decisions.md,
-"Subnormals flushed to zero"). ONNX Runtime's ``session.set_denormal_as_zero`` sets the mode for a session's own
-pool threads, and for the thread that creates the process's first session, once; a thread the program starts
-afterwards inherits its creator's mode. So the loading thread creates a one-node session first
-(``flush_denormals_in_this_thread``), before the encoder's and decoder's sessions, which are built on other threads:
-the thread that loads the model, and the threads it starts later (the servers' request threads, the searches'
-parts), run with subnormals flushed.
+Subnormal floats are flushed to zero while a session computes, in its pool threads and in the calling thread, and
+nowhere else (``handler.model.subnormals``): on x86 they take a slow path, and a random full-size CSANMT's
+log-softmax made most of its values subnormal.
 """
 
 from __future__ import annotations
@@ -51,39 +43,12 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 from handler.errors import BundleError  # noqa: E402
-from handler.model import bundle  # noqa: E402
+from handler.model import bundle, subnormals  # noqa: E402
 from handler.model.bundle import ModelSpec  # noqa: E402
 from handler.model.families.base import GraphContract  # noqa: E402
 
 PROVIDERS = ["CPUExecutionProvider"]
 LOG_ERRORS_ONLY = 3  # ONNX Runtime severity: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
-FLUSH_DENORMALS = "session.set_denormal_as_zero"
-# an ONNX graph of one Identity node ([1] float32 in and out, opset 17): the session flush_denormals_in_this_thread
-# creates; written by onnx.helper (tests/runtime/test_onnx_model.py builds it again and compares)
-IDENTITY_GRAPH = (
-    b'\x08\x08:E\n\x10\n\x01x\x12\x01y"\x08Identity\x12\x0fflush_denormalsZ\x0f\n\x01x\x12\n\n\x08\x08\x01\x12\x04\n\x02'
-    b"\x08\x01b\x0f\n\x01y\x12\n\n\x08\x08\x01\x12\x04\n\x02\x08\x01B\x04\n\x00\x10\x11"
-)
-_flushing = threading.Lock()
-_flushed = False
-
-
-def flush_denormals_in_this_thread() -> None:
-    """Flush subnormal floats to zero in the calling thread and the threads it starts from now on (x86; elsewhere
-    ONNX Runtime leaves the mode as it is), if this process has not created an ONNX Runtime session yet.
-
-    ONNX Runtime applies ``session.set_denormal_as_zero`` to the thread that creates the process's first session,
-    once: a one-node session created here, before any other, makes that this thread. Later calls do nothing."""
-    global _flushed
-    with _flushing:
-        if _flushed:
-            return
-        options = ort.SessionOptions()
-        options.log_severity_level = LOG_ERRORS_ONLY
-        options.add_session_config_entry(FLUSH_DENORMALS, "1")
-        ort.InferenceSession(IDENTITY_GRAPH, sess_options=options, providers=PROVIDERS)
-        _flushed = True
-
 
 # No session uses ONNX Runtime's CPU memory arena: it would keep the decoder's growing per-step key/value buffers.
 # A bundle whose graphs are larger than this together (a full-size CSANMT's) is "lean": the
@@ -114,7 +79,7 @@ def session_options(
     options.add_session_config_entry("session.intra_op.allow_spinning", flag)
     options.add_session_config_entry("session.inter_op.allow_spinning", flag)
     options.enable_cpu_mem_arena = False
-    options.add_session_config_entry(FLUSH_DENORMALS, "1")  # in the session's own pool threads (module docstring)
+    options.add_session_config_entry(subnormals.POOL_OPTION, "1")  # in the session's pool threads
     if lean:
         options.add_session_config_entry("session.disable_prepacking", "1")
     return options
@@ -238,7 +203,7 @@ class OnnxEncoderDecoder:
         with self._open_lock:
             if self._encoder is not None and self._decoder is not None:
                 return
-            flush_denormals_in_this_thread()  # before the sessions, which are built on two threads
+            subnormals.settle_process_mode()  # before any session of the program (handler.model.subnormals)
             # side by side: ONNX Runtime builds a session (reading, optimizing, pre-packing) without the GIL
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="open-encoder") as pool:
                 encoder = pool.submit(self._open, self._encoder_path, self._encoder_options)
@@ -311,7 +276,8 @@ class OnnxEncoderDecoder:
             bundle.INPUT_IDS: np.ascontiguousarray(input_ids, dtype=np.int64),
             bundle.ATTENTION_MASK: np.ascontiguousarray(attention_mask, dtype=np.int64),
         }
-        return list(self.encoder.run(self._cross_names, feeds))
+        with subnormals.flushed():
+            return list(self.encoder.run(self._cross_names, feeds))
 
     def empty_past(self, batch_size: int) -> list[np.ndarray]:
         """The self-attention cache before the first step: length 0, [batch, H, 0, D] per key and value."""
@@ -332,5 +298,6 @@ class OnnxEncoderDecoder:
         }
         feeds.update(zip(self._past_names, past, strict=True))
         feeds.update(zip(self._cross_names, cross, strict=True))
-        outputs = self.decoder.run(self._decoder_outputs, feeds)
+        with subnormals.flushed():
+            outputs = self.decoder.run(self._decoder_outputs, feeds)
         return outputs[0], list(outputs[1:])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import platform
 from pathlib import Path
 from typing import Any
 
@@ -59,47 +58,6 @@ def test_session_options_reject_zero_threads() -> None:
     with pytest.raises(ValueError, match="threads must be at least 1; got 0"):
         session_options(0, spinning=False)
     assert session_options(2, spinning=True).get_session_config_entry("session.intra_op.allow_spinning") == "1"
-
-
-def test_the_one_node_graph_that_sets_the_float_mode_is_what_onnx_writes() -> None:
-    from onnx import TensorProto, helper
-
-    from handler.model.sessions import IDENTITY_GRAPH
-
-    value = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1]) for name in ("x", "y")]
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "flush_denormals", value[:1], value[1:])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    assert model.SerializeToString() == IDENTITY_GRAPH
-
-
-SUBNORMAL_PROBE = r"""
-import json, sys, threading
-from pathlib import Path
-import numpy as np
-
-def flushed():  # float32 1e-40 is subnormal: kept by default, read and written as zero in flush-to-zero mode
-    return bool(np.array([1e-40], dtype=np.float32)[0] * np.float32(1.0) == 0.0)
-
-before = flushed()
-from handler.config import RuntimeConfig
-from handler.model.loader import load_model
-from handler.model.families.base import SearchRequest
-
-loaded = load_model(RuntimeConfig(bundle_dir=Path(sys.argv[1]), threads=2))
-seen = {}
-started_later = threading.Thread(target=lambda: seen.update(thread=flushed()))
-started_later.start()
-started_later.join()
-print(json.dumps({"before": before, "loading_thread": flushed(), "started_after": seen["thread"]}))
-"""
-
-
-@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="ONNX Runtime sets the mode on x86")
-def test_the_loading_thread_and_the_threads_it_starts_flush_subnormals(tiny_bundle_dir: Path) -> None:
-    # the sessions are built on other threads; the mode must reach the thread that decodes (handler.model.sessions)
-    figures = run_probe(SUBNORMAL_PROBE, tiny_bundle_dir)
-    assert figures == {"before": False, "loading_thread": True, "started_after": True}
-    assert session_options(1, spinning=False).get_session_config_entry("session.set_denormal_as_zero") == "1"
 
 
 FORK_PROBE = r"""
