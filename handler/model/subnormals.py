@@ -19,7 +19,8 @@ Two flags of each thread's MXCSR register do it: flush-to-zero (FTZ) and denorma
   that option, and leaves them set there. ``settle_process_mode()`` creates that first session on a thread of its
   own, which then ends, so that no thread of the program keeps them.
 
-Elsewhere (another CPU, where ONNX Runtime leaves the mode as it is, or another C library) nothing changes.
+Where ``flushed()`` cannot set them (another CPU, where ONNX Runtime leaves its pool threads as they are too, or a C
+library other than glibc), the calling thread computes with subnormals, as before.
 """
 
 from __future__ import annotations
