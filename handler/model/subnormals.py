@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import platform
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,7 +47,7 @@ IDENTITY_GRAPH = (
 
 def _libm() -> ctypes.CDLL | None:
     """glibc's maths library on x86-64 Linux, where ``fenv_t`` holds MXCSR at ``MXCSR_OFFSET``; else None."""
-    if platform.system() != "Linux" or platform.machine().lower() not in ("x86_64", "amd64"):
+    if sys.platform != "linux" or platform.machine().lower() not in ("x86_64", "amd64"):
         return None
     if platform.libc_ver()[0] != "glibc":
         return None
