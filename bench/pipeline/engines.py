@@ -45,7 +45,6 @@ from typing import Any
 from bench.pipeline.memory import current_rss_mb, peak_rss_mb
 
 SPAWNED_AT = "BENCH_SPAWNED_AT"
-ENGINES = ("runtime", "ctranslate2", "transformers")
 # this runtime: onnxruntime (which imports numpy: sessions take and return numpy arrays) and a Marian bundle's
 # tokenizer; CTranslate2: what its process below imports
 FLOOR_LIBRARIES = {"runtime": ("onnxruntime", "sentencepiece"), "ctranslate2": ("ctranslate2", "sentencepiece")}
@@ -246,8 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spawned_at = float(os.environ.get(SPAWNED_AT, "nan"))
     job = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-    if job["engine"] not in (FLOOR_LIBRARIES if job.get("floor") else LOADERS):
-        print(f"unknown engine {job['engine']!r}; one of {', '.join(ENGINES)}", file=sys.stderr)
+    known = FLOOR_LIBRARIES if job.get("floor") else LOADERS
+    if job["engine"] not in known:
+        print(f"unknown engine {job['engine']!r}; one of {', '.join(known)}", file=sys.stderr)
         return 2
     if spawned_at != spawned_at:
         print(

@@ -726,9 +726,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"measuring the INT8 GEMM peak through ONNX Runtime on {args.threads} threads", flush=True)
     gemm_passes = [gemm_peak.measure(args.threads)]
 
-    marian = [setup for setup in setups if setup.ctranslate2_dir is not None]
     floors = None
-    if marian:
+    if any(setup.ctranslate2_dir is not None for setup in setups):  # the Marian models, measured beside CTranslate2
         print(f"measuring each engine's floor (its libraries, no model) in {rounds} round(s)", flush=True)
         floors = measure_floors([RUNTIME, CTRANSLATE2], rounds, run_process)
 
