@@ -34,11 +34,13 @@ ARG MODEL
 ARG TORCH_INDEX_URL
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 HOME=/tmp PYTHONUNBUFFERED=1
 WORKDIR /src
-COPY requirements/build.txt requirements/build.txt
-# torch first from the PyTorch CPU index (PyPI's torch is the CUDA build); the hashed lock file then finds it
+COPY requirements/installer.txt requirements/build.txt requirements/
+# The pinned installer first (requirements/installer.txt: the lock files read alike whatever pip the base image
+# has), then torch from the PyTorch CPU index (PyPI's torch is the CUDA build); the hashed lock file then finds it
 # installed. The `if`s only matter to the classic builder (e.g. under `sam build`), which builds every stage.
 RUN if [ -n "$MODEL" ]; then \
-        pip install --index-url "$TORCH_INDEX_URL" torch==2.13.0+cpu \
+        pip install --require-hashes -r requirements/installer.txt \
+        && pip install --index-url "$TORCH_INDEX_URL" torch==2.13.0+cpu \
         && pip install --require-hashes -r requirements/build.txt; \
     fi
 COPY build/ build/
@@ -77,6 +79,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TRANSLATE_STATE_DIR=/tmp/translate-state \
     MALLOC_ARENA_MAX=2
 RUN useradd --system --uid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin translator
+# The pinned installer reads the lock files below, not whichever pip the base image came with
+# (requirements/installer.txt; docs/decisions.md, "The installer is pinned too").
+COPY requirements/installer.txt /tmp/installer.txt
+RUN pip install --require-hashes -r /tmp/installer.txt && rm /tmp/installer.txt
 WORKDIR /app
 
 # ---- Cloud Run / Cloud Functions image: functions-framework serving main.py --------------------------------

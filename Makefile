@@ -1,5 +1,6 @@
 # The front door. `make run` and `make test` work on a fresh machine: they create the virtual environments they
-# need from the pinned, hashed lock files in requirements/ (stamp files keep later runs fast).
+# need from the pinned, hashed lock files in requirements/ (stamp files keep later runs fast), each with the pinned
+# installer of requirements/installer.txt put in first (requirements/install.sh), whatever pip the machine has.
 #   .venv      build + tests + both adapters (torch==2.13.0 CPU): test, lint, model, train, eval, bench
 #   .venv-run  runtime + Google Cloud adapter only (no torch): run
 #   .venv-lock pip-tools only: lock
@@ -75,22 +76,19 @@ help:
 	@echo "make clean                  remove caches and the run/lock environments (distclean: .venv too)"
 
 # ---- environments -------------------------------------------------------------------------------------------
-$(DEV_STAMP): requirements/dev.txt requirements/tools.txt
+$(DEV_STAMP): requirements/dev.txt requirements/tools.txt requirements/installer.txt requirements/install.sh
 	@echo "installing requirements/dev.txt and tools.txt into $(VENV) (a few minutes the first time)"
-	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet $(PIP_INSTALL_ARGS) --require-hashes -r requirements/dev.txt \
-		-r requirements/tools.txt
+	PYTHON=$(PYTHON) bash requirements/install.sh $(VENV) $(PIP_INSTALL_ARGS) --require-hashes \
+		-r requirements/dev.txt -r requirements/tools.txt
 	@touch $@
 
-$(RUN_STAMP): requirements/runtime-gcp.txt
+$(RUN_STAMP): requirements/runtime-gcp.txt requirements/installer.txt requirements/install.sh
 	@echo "installing requirements/runtime-gcp.txt into $(RUN_VENV) (a minute or two the first time)"
-	@test -x $(RUN_VENV)/bin/python || $(PYTHON) -m venv $(RUN_VENV)
-	$(RUN_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements/runtime-gcp.txt
+	PYTHON=$(PYTHON) bash requirements/install.sh $(RUN_VENV) --require-hashes -r requirements/runtime-gcp.txt
 	@touch $@
 
-$(LOCK_STAMP): requirements/lock.in
-	@test -x $(LOCK_VENV)/bin/python || $(PYTHON) -m venv $(LOCK_VENV)
-	$(LOCK_VENV)/bin/python -m pip install --quiet -r requirements/lock.in
+$(LOCK_STAMP): requirements/lock.in requirements/installer.txt requirements/install.sh
+	PYTHON=$(PYTHON) bash requirements/install.sh $(LOCK_VENV) -r requirements/lock.in
 	@touch $@
 
 dev-env: $(DEV_STAMP)
@@ -104,7 +102,7 @@ run: $(RUN_STAMP)
 
 $(CSANMT_RUN_STAMP): requirements/csanmt.txt $(RUN_STAMP)
 	@echo "the bundle is a CSANMT model: installing requirements/csanmt.txt (its tokenizer) into $(RUN_VENV)"
-	$(RUN_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements/csanmt.txt
+	PYTHON=$(PYTHON) bash requirements/install.sh $(RUN_VENV) --require-hashes -r requirements/csanmt.txt
 	@touch $@
 
 test: $(DEV_STAMP) browser
@@ -249,6 +247,7 @@ deploy-cloudrun:
 # stage installs build.txt. Regenerate after editing any requirements/*.in (pins already in a .txt are kept).
 # Slow (tens of minutes): pip-tools reads PyPI's release metadata of every package to collect all hashes.
 lock: $(LOCK_STAMP)
+	$(PIP_COMPILE) --output-file requirements/installer.txt requirements/installer.in
 	$(PIP_COMPILE) --output-file requirements/runtime-aws.txt requirements/aws.in
 	$(PIP_COMPILE) --output-file requirements/runtime-gcp.txt requirements/gcp.in
 	$(PIP_COMPILE) --output-file requirements/build.txt requirements/build.in

@@ -43,8 +43,9 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
     cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
 fi
 chroot "$root" update-ca-certificates >/dev/null
+# The venv keeps the pip Debian bundles (older than python:3.11-slim's): the Dockerfile puts its pinned installer
+# (requirements/installer.txt) in first, so an image never depends on the base image's pip.
 chroot "$root" python3.11 -m venv /opt/python
-chroot "$root" /opt/python/bin/pip install --quiet --cert /etc/ssl/certs/ca-certificates.crt --upgrade pip
 rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* "$root/root/.cache"
 tar -C "$root" -c . | podman import \
     --change 'ENV PATH=/opt/python/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \

@@ -74,13 +74,27 @@ def _family_install(dockerfile: Dockerfile, target: str) -> str:
     return runs[0]
 
 
+INSTALLER_LOCK = "requirements/installer.txt"
+
+
+def _installer_install(dockerfile: Dockerfile, target: str) -> str:
+    """The target's install of the pinned installer, which must come before every other `pip install`."""
+    copied = [i.value[-1] for i in dockerfile.instructions(target) if i.cmd == "COPY" and i.value[0] == INSTALLER_LOCK]
+    assert len(copied) == 1, f"{target}: expected one COPY of {INSTALLER_LOCK}, found {copied}"
+    installs = [i.value[0] for i in dockerfile.instructions(target) if i.cmd == "RUN" and "pip install" in i.value[0]]
+    assert installs and copied[0] in installs[0] and "--require-hashes" in installs[0], (
+        f"{target}: the first `pip install` must install {INSTALLER_LOCK} with --require-hashes: {installs}"
+    )
+    return installs[0]
+
+
 def _lock_file(dockerfile: Dockerfile, target: str) -> str:
     """The lock file the target installs: `RUN pip install --require-hashes -r X`, X being a COPY of a lock file."""
-    family_install = _family_install(dockerfile, target)
+    skipped = {_family_install(dockerfile, target), _installer_install(dockerfile, target)}
     installs = [
         i.value[0]
         for i in dockerfile.instructions(target)
-        if i.cmd == "RUN" and "pip install" in i.value[0] and i.value[0] != family_install
+        if i.cmd == "RUN" and "pip install" in i.value[0] and i.value[0] not in skipped
     ]
     assert len(installs) == 1, f"{target}: expected one `pip install`, found {installs}"
     words = shlex.split(installs[0])
@@ -133,11 +147,14 @@ def _build(
     bare_mb = _size_mb(venv)
     copied_lock = root / "tmp" / "requirements.txt"
     assert copied_lock.read_bytes() == (REPO_ROOT / lock).read_bytes()
+    # the Dockerfile's own lines, their absolute paths under our stand-in "/", their python and pip ours: the
+    # pinned installer, then the lock file with it, then the family's conditional line
+    install_environ = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "PIP_QUIET": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    installer_install = _installer_install(dockerfile, target).replace("/tmp/", f"{root}/tmp/")
+    _run(["/bin/sh", "-c", installer_install], cwd=root, env=install_environ)
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--require-hashes", "-r", str(copied_lock)])
-    # the Dockerfile's own conditional line, its absolute paths under our stand-in "/", its python and pip ours
     family_install = _family_install(dockerfile, target).replace("/tmp/", f"{root}/tmp/")
-    family_environ = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "PIP_QUIET": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    _run(["/bin/sh", "-c", family_install], cwd=root, env=family_environ)
+    _run(["/bin/sh", "-c", family_install], cwd=root, env=install_environ)
     environment_mb = _size_mb(venv)
 
     # the container's environment: the Dockerfile's ENV, with absolute paths moved under our stand-in "/"
