@@ -190,6 +190,18 @@ class _Sent:
 
 
 @dataclass(frozen=True)
+class Shown:
+    """How a text's markup is shown in its segments (``stream`` lines, ``scores``): the markup characters of a
+    sentence replaced by the tags they stand for, attribute values nested in them by ``translations``."""
+
+    markup: MarkupDocument
+    translations: Sequence[str]
+
+    def english(self, text: str) -> str:
+        return self.markup.shown(text, self.translations)
+
+
+@dataclass(frozen=True)
 class _Prepared:
     """A request's texts as given, in the model's script, their markup and each block's segments."""
 
@@ -458,7 +470,7 @@ class TranslationService:
                 # always does: one character for one); otherwise they are left out
                 same_length = len(original) == len(converted)
                 segments = self._scored_segments(
-                    blocks, results, run.scored, converted if same_length else None, output
+                    blocks, results, run.scored, converted if same_length else None, output, Shown(markup, english)
                 )
             translations.append(TextTranslation(output, spans, segments))
         return translations
@@ -570,8 +582,8 @@ class TranslationService:
     def _units(self, prepared: _Prepared, options: TranslateOptions) -> list[_Unit]:
         """The request's units in order: each segment of plain text, each block of markup."""
         units = []
-        for number, (original, converted, blocks) in enumerate(
-            zip(prepared.given, prepared.converted, prepared.documents, strict=True)
+        for number, (original, converted, markup, blocks) in enumerate(
+            zip(prepared.given, prepared.converted, prepared.markups, prepared.documents, strict=True)
         ):
             same_length = len(original) == len(converted)
             if options.format == "text":  # one block, the whole text: its segments' offsets are the text's
@@ -582,7 +594,9 @@ class TranslationService:
                 continue
             at = 0
             for document in blocks:
-                found = locate(converted, document.source.strip(), at) if same_length else None
+                # blocks come in source order, except an attribute's value, which comes before the text around it
+                shown = markup.shown(document.source.strip())
+                found = (locate(converted, shown, at) or locate(converted, shown, 0)) if same_length else None
                 at = found[1] if found else at
                 units.append(_Unit(number, document, None, found))
         return units
@@ -592,13 +606,20 @@ class TranslationService:
     ) -> StreamedUnit:
         located = len(prepared.given[unit.text]) == len(prepared.converted[unit.text])
         if unit.segment is None:
-            source = unit.block.source.strip()
-            english = unit.block.join([results[t].text for t in unit.block.texts])
+            blocks, markup = prepared.documents[unit.text], prepared.markups[unit.text]
+            # the blocks translated so far (an attribute value in this block's markup may not be yet: its source)
+            translations = [
+                block.join([results[t].text for t in block.texts]) if all(t in results for t in block.texts) else given
+                for block, given in zip(blocks, markup.blocks, strict=True)
+            ]
+            shown = Shown(markup, translations)
+            source = markup.shown(unit.block.source.strip())
+            english = shown.english(unit.block.join([results[t].text for t in unit.block.texts]))
             segments: tuple[ScoredSegment, ...] = ()
             if run.options.scores:
                 where = prepared.converted[unit.text] if located and unit.source_span else None
                 start = unit.source_span[0] if unit.source_span else 0
-                segments = self._scored_segments([unit.block], results, run.scored, where, english, start)
+                segments = self._scored_segments([unit.block], results, run.scored, where, english, shown, start)
             return StreamedUnit(unit.text, position, source, unit.source_span, english, segments)
         source = unit.block.texts[unit.segment]
         english = one_line(results[source].text)
@@ -692,21 +713,24 @@ class TranslationService:
         scored: Mapping[str, SegmentModelScore],
         source: str | None,
         output: str,
+        shown: Shown,
         source_at: int = 0,
     ) -> tuple[ScoredSegment, ...]:
-        """Each segment of one text with its assessment, located in order in ``source`` (None: not located; from
-        ``source_at`` on) and in ``output`` (each at or after the previous one's end, so a repeated sentence is
-        found at its own place)."""
+        """Each segment of one text with its assessment, its source and English with their markup as the user sees
+        them (``shown``), located in order in ``source`` (None: not located; from ``source_at`` on) and in
+        ``output`` (each at or after the previous one's end, so a repeated sentence is found at its own place)."""
         segments = []
         output_at = 0
         for document in blocks:
-            for text in document.texts:
-                english = one_line(results[text].text)
+            for marked in document.texts:
+                text, english = shown.markup.shown(marked), shown.english(one_line(results[marked].text))
                 source_span = locate(source, text, source_at) if source is not None else None
                 source_at = source_span[1] if source_span else source_at
                 output_span = locate(output, english, output_at)
                 output_at = output_span[1] if output_span else output_at
-                segments.append(self._scored_segment(text, results[text], scored, source_span, english, output_span))
+                segments.append(
+                    self._scored_segment(text, results[marked], scored, source_span, english, output_span)
+                )
         return tuple(segments)
 
     def _scored_segment(

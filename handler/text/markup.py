@@ -91,11 +91,23 @@ class MarkupDocument:
             raise ValueError(f"{len(self.blocks)} blocks, {len(translations)} translations")
         return self._render(self.layout, translations)
 
-    def _render(self, parts: Sequence[Part], translations: Sequence[str]) -> str:
+    def shown(self, text: str, translations: Sequence[str] | None = None) -> str:
+        """A piece of one block (its source, its translation, a sentence of either) with each markup character
+        replaced by the markup it stands for, as a user sees it; a block nested in that markup (an attribute's
+        value) is its entry in ``translations`` (default: its source). No private-use character is left."""
+        if not _MARKUP_CHAR.search(text):
+            return text
+        return _MARKUP_CHAR.sub(self._atom(self.blocks if translations is None else translations), text)
+
+    def _atom(self, translations: Sequence[str]) -> Callable[[re.Match[str]], str]:
         def atom(match: re.Match[str]) -> str:
             parts = self.atoms.get(match.group())
             return match.group() if parts is None else self._render(parts, translations)
 
+        return atom
+
+    def _render(self, parts: Sequence[Part], translations: Sequence[str]) -> str:
+        atom = self._atom(translations)
         out = []
         for part in parts:
             if isinstance(part, str):

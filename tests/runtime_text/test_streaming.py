@@ -5,6 +5,7 @@ further batch, and a deadline delivering what was done in time."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -121,6 +122,36 @@ def test_streamed_scores_are_the_whole_calls_scores_of_the_same_segments() -> No
         for segment in unit.segments:
             assert segment.translation_span is not None
             assert unit.translation[slice(*segment.translation_span)] == segment.translation
+
+
+MARKUP_TEXTS = {
+    "html": '<p><b>你好</b>，<a href="/x" title="链接">世界</a></p><p>今天天气很好。我们去公园散步吧。</p>',
+    "markdown": "# 标题\n\n**你好**，[世界](https://example.com) 今天天气很好。\n\n- 第一项 `pip install numpy`\n",
+}
+PRIVATE_USE = re.compile("[\U000f0000-\U0010fffd]")
+
+
+@needs_shipped_bundle
+@pytest.mark.parametrize("format", sorted(MARKUP_TEXTS))
+def test_markup_segments_show_their_tags_and_are_found_in_the_text_as_given(format: str) -> None:
+    """A stream's units and every segment's scores show the markup the user sent, never the private-use characters
+    the pipeline stands it in with, and a block of markup is found where it is in the text."""
+    text = MARKUP_TEXTS[format]
+    options = TranslateOptions(format=format, scores=True)
+    units, _, finished = collect(service().translate_stream([text], options))
+    whole = service().translate_detailed([text], options)[0]
+    segments = [s for unit in units for s in unit.segments] + list(finished.translations[0].segments)
+    shown = [u.source for u in units] + [u.translation for u in units] + [finished.translations[0].text]
+    shown += [part for s in [*segments, *whole.segments] for part in (s.source, s.translation)]
+    assert not [part for part in shown if PRIVATE_USE.search(part)], "a private-use character reached the user"
+    for unit in units:
+        assert unit.source_span is not None, unit
+        assert text[slice(*unit.source_span)] == unit.source
+    assert any("<" in unit.source for unit in units) or format == "markdown"
+    for segment in whole.segments:
+        if segment.source_span is not None:
+            assert text[slice(*segment.source_span)] == segment.source
+    assert sum(s.source_span is not None for s in whole.segments) >= len(whole.segments) - 1
 
 
 # --- the first unit first, and what the memory holds -----------------------------------------------------------
