@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -181,9 +181,10 @@ class TranslateOptions:
         return properties
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, object]) -> TranslateOptions:
-        """Options from user JSON: unknown keys are an error listing the allowed ones; ``null`` means the default."""
-        names = cls.names()
+    def from_mapping(cls, data: Mapping[str, object], flags: Sequence[str] = ()) -> TranslateOptions:
+        """Options from user JSON: unknown keys are an error listing the allowed ones (with the request's ``flags``,
+        read by the caller beside the options); ``null`` means the default."""
+        names = [*cls.names(), *flags]
         if not isinstance(data, Mapping):
             raise InvalidRequestError(f"options must be an object with the keys {', '.join(names)}")
         unknown = sorted(str(key) for key in data if key not in names)
@@ -192,7 +193,7 @@ class TranslateOptions:
                 f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                 f"allowed options: {', '.join(names)}"
             )
-        values = {key: value for key, value in data.items() if value is not None}
+        values = {key: value for key, value in data.items() if value is not None and key not in flags}
         return cls(**values)  # type: ignore[arg-type]  # __post_init__ checks every type
 
     @classmethod

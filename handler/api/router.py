@@ -45,7 +45,7 @@ from handler.api.access_log import (
 )
 from handler.api.compat import MAX_BODY_BYTES as COMPAT_MAX_BODY_BYTES
 from handler.api.compat import CompatApis
-from handler.api.flags import SPANS_FIELD
+from handler.api.flags import FLAGS, SPANS_FIELD
 from handler.api.keys import ApiKeys, presented_key
 from handler.api.messages import (
     INTERNAL_ERROR_MESSAGE,
@@ -445,9 +445,7 @@ def _parse_translate_request(payload: Any) -> tuple[str | None, list[str] | None
         raise InvalidRequestError(
             f'give exactly one of "text" (a string) or "texts" (a list of strings); found {found}'
         )
-    options = TranslateOptions.from_mapping(
-        {k: v for k, v in payload.items() if k not in TEXT_FIELDS and k not in (SPANS_FIELD, STREAM_FIELD)}
-    )
+    options = TranslateOptions.from_mapping({k: v for k, v in payload.items() if k not in TEXT_FIELDS}, tuple(FLAGS))
     if "text" in payload:
         text = payload["text"]
         if not isinstance(text, str):

@@ -160,6 +160,8 @@ def test_options_reach_the_service(api: HttpApi) -> None:
     assert html["translation"].startswith("<p>") and html["translation"].endswith("</p>")
     message = error_of(post(api, {"text": "你好", "colour": "blue"}), 400, "invalid_request")
     assert message.startswith("unknown option colour; allowed options: beam_size, ")
+    # every name the request takes beside its text, the flags that are not options included
+    assert message.endswith(", scores, spans, stream"), message
 
 
 @pytest.mark.parametrize(
