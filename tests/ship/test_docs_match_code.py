@@ -189,6 +189,30 @@ def test_deployment_page_lists_exactly_the_templates_s3_triggers() -> None:
     )
 
 
+_COUNTED_TRIGGERS = re.compile(r"\b(\w+) upload triggers\b")
+_NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve".split()
+
+
+def counted_upload_triggers(page: str) -> list[int | None]:
+    """Each "N upload triggers" the page says, as a number (None: a word that is not one)."""
+    counts: list[int | None] = []
+    for word in _COUNTED_TRIGGERS.findall(page):
+        if word.isdigit():
+            counts.append(int(word))
+        elif word.lower() in _NUMBER_WORDS:
+            counts.append(_NUMBER_WORDS.index(word.lower()))
+    return counts
+
+
+def test_every_count_of_upload_triggers_is_the_templates() -> None:
+    uploads = sum(1 for _, bucket, _ in aws_triggers(_function()) if bucket == "InputBucket")
+    for page in sorted((REPO_ROOT / "docs").glob("*.md")) + [REPO_ROOT / "README.md"]:
+        counts = counted_upload_triggers(_page_text(page))
+        assert all(count == uploads for count in counts), f"{page.name} counts {counts}; the template has {uploads}"
+    planted = _page_text(DEPLOYMENT).replace("the 17 upload triggers", "the six upload triggers")
+    assert counted_upload_triggers(planted) == [6]
+
+
 def test_a_planted_permission_or_trigger_is_caught() -> None:
     page = _page_text(DEPLOYMENT)
     planted = page.replace("| `ListOwnOutput` | `s3:ListBucket` |", "| `ListOwnOutput` | `s3:DeleteObject` |")
@@ -723,3 +747,28 @@ def test_a_planted_limit_is_caught() -> None:
     assert stated_limit_problems("x.md", "`TRANSLATE_STATE_PREFIX` (default `_docs/`)")
     assert stated_limit_problems("x.md", "(`TRANSLATE_MEMORY_BYTES`, 32 MiB)")
     assert not stated_limit_problems("x.md", "`TRANSLATE_MAX_CHARS` (20,000), `TRANSLATE_MEMORY_BYTES`, 16 MiB)")
+
+
+# ---- what the pages say of the Function URL's streaming -----------------------------------------------------
+
+
+def function_url_streaming_claims(page: str) -> list[str]:
+    """Each paragraph (or table row) that says a stream works behind Lambda's Function URL without naming the
+    invoke mode it needs."""
+    return [
+        part
+        for part in re.split(r"\n\s*\n|\n(?=\|)", page)
+        if "Function URL" in part and re.search(r"stream", part, re.I) and "RESPONSE_STREAM" not in part
+        and not part.startswith("#")
+    ]
+
+
+def test_a_page_that_streams_through_the_function_url_names_the_mode_it_needs() -> None:
+    """The template answers whole by default (BUFFERED); a page saying the Function URL streams must say how."""
+    template = yaml.load(TEMPLATE.read_text(encoding="utf-8"), Loader=_CloudFormationLoader)
+    assert template["Parameters"]["FunctionUrlInvokeMode"]["Default"] == "BUFFERED"
+    for page in sorted((REPO_ROOT / "docs").glob("*.md")) + [REPO_ROOT / "README.md"]:
+        claims = [line[:160] for line in function_url_streaming_claims(_page_text(page))]
+        assert not claims, f"{page.name}: {claims}"
+    planted = "| streams | on every adapter, Lambda's Function URL included (stream: true) |"
+    assert function_url_streaming_claims(planted) == [planted]

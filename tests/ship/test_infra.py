@@ -4,6 +4,7 @@ the Google Cloud deployment (infra/gcp/deploy.sh's commands, staged source and s
 from __future__ import annotations
 
 import ast
+import re
 import shlex
 import shutil
 import subprocess
@@ -485,3 +486,19 @@ def test_the_templates_part_chars_accepts_what_the_runtime_accepts(template: dic
         accepted_by_runtime = False
     assert accepted_by_template == accepted_by_runtime or value == "01000"  # a leading zero: the runtime reads 1000
     assert not accepted_by_template or accepted_by_runtime
+
+
+def configuration_page_exceptions(page: str) -> set[str]:
+    """The variables the configuration page says the templates leave out (its "except" sentence)."""
+    sentence = re.search(r"The deployment templates expose every one of them.*?\.\s", page, re.S)
+    assert sentence, "the configuration page no longer says what the templates expose"
+    return set(re.findall(r"`(TRANSLATE_[A-Z_]+)`", sentence.group()))
+
+
+def test_the_configuration_page_names_every_variable_a_template_leaves_out(function: dict[str, Any]) -> None:
+    aws = set(function["Properties"]["Environment"]["Variables"])
+    gcp = set(yaml.safe_load(GCP_ENV.read_text())) | set(re.findall(r"(TRANSLATE_[A-Z_]+):", GCP_DEPLOY.read_text()))
+    everything = {value for name, value in vars(runtime_config).items() if name.startswith("ENV_")}
+    left_out = (everything - aws) | (everything - gcp)
+    page = (REPO_ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert configuration_page_exceptions(page) == left_out

@@ -1,4 +1,5 @@
-"""The README's quick start and client snippets, run as written in a fresh clone (issue 35).
+"""The README's quick start and client snippets, and every example of docs/*.md that shows what it prints, run as
+written in a fresh clone (issues 35 and 42).
 
 A new user clones the repository and types what the README shows, in order: ``make run``, then in a second
 terminal the ``curl`` call and the command line, then the DeepL and LibreTranslate clients. The blocks are found by
@@ -9,6 +10,11 @@ here: the server listens on a free port (``PORT=... make run``, as the README of
 ``127.0.0.1:8080`` become that port; and the clone's ``.venv-run`` is this checkout's, made by the same
 ``make run-env`` that ``make run`` runs, so the test does not install the runtime a second time. ``make test`` in
 the first block is this suite and is not run again. Each command must print what the comment under it shows.
+
+The pages of ``docs/`` mark their examples the same way and are copied over the clone too, with ``examples/``: each
+marked block runs against the same server, a shell block command by command (``curl`` also reporting its status,
+for a shown ``400 {...}``), a Python block whole with the test environment's clients; ``...`` in a shown output
+stands for any text (``tests/ship/readme_blocks.py``). Every block of ``docs/`` that calls the server is marked.
 """
 
 from __future__ import annotations
@@ -30,11 +36,12 @@ import pytest
 
 from bench.load.served_function import READY_EVENT, START_FAILED_EVENT, free_port, run_events
 from tests.ship.dockerfile_model import REPO_ROOT
-from tests.ship.readme_blocks import Block, runnable_blocks, shown_json
+from tests.ship.readme_blocks import Block, runnable_blocks, same_text, shown_json, shows
 
 pytestmark = [pytest.mark.slow, pytest.mark.shipped_model]
 
 README = REPO_ROOT / "README.md"
+DOCS = REPO_ROOT / "docs"
 SHOWN_ADDRESS = "127.0.0.1:8080"
 RUN_ENVIRONMENT = ".venv-run"  # what make run builds; the README's command line must work with it alone
 LOCKS_OF_THE_RUN_ENVIRONMENT = ("requirements/runtime-gcp.txt", "requirements/csanmt.txt")
@@ -68,6 +75,8 @@ def fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> FreshClone:
     root = tmp_path_factory.mktemp("readme") / "zh-en-translate-function"
     subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(root)], check=True, timeout=300)
     shutil.copyfile(README, root / "README.md")
+    shutil.copytree(DOCS, root / "docs", dirs_exist_ok=True)
+    shutil.copytree(REPO_ROOT / "examples", root / "examples", dirs_exist_ok=True)
     installed = subprocess.run(
         ["make", "--no-print-directory", "-C", str(REPO_ROOT), "run-env"],
         capture_output=True,
@@ -164,3 +173,74 @@ def test_the_client_snippets_print_what_they_show(fresh_clone: FreshClone, serve
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == shown, result.stdout
+
+
+# ---- the examples of docs/ ----------------------------------------------------------------------------------
+_FENCED = re.compile(r"^```(?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
+CURL_STATUS = "curl() { command curl --write-out '%{stderr}HTTP_STATUS=%{http_code}\\n' \"$@\"; }\n"
+
+
+def unmarked_server_examples(page: str) -> list[str]:
+    """The fenced blocks of a page that call the local server without a ``runs=NAME`` to run them by."""
+    return [
+        match["body"][:120]
+        for match in _FENCED.finditer(page)
+        if SHOWN_ADDRESS in match["body"] and " runs=" not in match["info"]
+    ]
+
+
+def test_every_docs_example_that_calls_the_server_is_run() -> None:
+    for page in sorted(DOCS.glob("*.md")):
+        assert not unmarked_server_examples(page.read_text(encoding="utf-8")), page.name
+    assert unmarked_server_examples("```sh\ncurl http://127.0.0.1:8080/\n```\n")
+
+
+def _run_docs_block(clone: FreshClone, page: str, block: Block) -> list[str]:
+    """What differs from what the block shows, each as a line for the failure message."""
+    environ = user_environment()
+    if block.language == "python":
+        result = subprocess.run(
+            [sys.executable, "-c", clone.on_our_port(block)],
+            cwd=clone.root,
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=300,
+        )
+        shown = "\n".join(c.prints for c in block.commands() if c.prints is not None)
+        if result.returncode != 0 or not same_text(
+            shown.replace(SHOWN_ADDRESS, f"127.0.0.1:{clone.port}"), result.stdout.strip()
+        ):
+            return [f"{page} {block.name}: exit {result.returncode}, printed\n{result.stdout}{result.stderr}"]
+        return []
+    problems = []
+    for command in block.commands():
+        text = command.text.replace(SHOWN_ADDRESS, f"127.0.0.1:{clone.port}")
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", CURL_STATUS + text],
+            cwd=clone.root,
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=300,
+        )
+        statuses = re.findall(r"^HTTP_STATUS=(\d{3})$", result.stderr, re.M)
+        if result.returncode != 0:
+            problems.append(f"{page} {block.name}: `{command.text}` exit {result.returncode}: {result.stderr}")
+        elif command.prints is not None:
+            shown = command.prints.replace(SHOWN_ADDRESS, f"127.0.0.1:{clone.port}")
+            if not shows(shown, result.stdout, int(statuses[-1]) if statuses else None):
+                problems.append(
+                    f"{page} {block.name}: `{command.text}`\nshows   {shown}\nprinted {statuses} {result.stdout}"
+                )
+    return problems
+
+
+def test_every_docs_example_prints_what_it_shows(fresh_clone: FreshClone, served: str) -> None:
+    problems, ran = [], 0
+    for page in sorted((fresh_clone.root / "docs").glob("*.md")):
+        for block in runnable_blocks(page).values():
+            problems += _run_docs_block(fresh_clone, page.name, block)
+            ran += 1
+    assert ran >= 8, f"only {ran} marked examples in docs/"
+    assert not problems, "\n\n".join(problems)
