@@ -215,6 +215,34 @@ def test_format_selector_keeps_markup(page: Any, functions_framework_url: str) -
     assert page.inner_text("#output").startswith("<p><a ")
 
 
+@pytest.mark.shipped_model
+def test_past_the_typing_limit_the_old_english_is_marked_as_an_earlier_texts(
+    page: Any, shipped_model_url: str, console: list[str]
+) -> None:
+    # GIVEN a text translated as it was typed
+    page.goto(shipped_model_url + "/")
+    page.fill("#source", "今天天气很好。")
+    expect(page.locator("#output")).to_have_attribute("data-state", "done", timeout=60_000)
+    english = page.inner_text("#output")
+    # WHEN it grows past the 2,000 characters translated as you type
+    page.fill("#source", "今天天气很好。" * 300)
+    # THEN the English is not passed off as the new text's: greyed, and a notice says why and what to use instead
+    expect(page.locator("#output")).to_have_attribute("data-state", "stale", timeout=10_000)
+    notice = page.locator("#stale-notice")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text("translation of an earlier text")
+    expect(notice).to_contain_text("press Translate")
+    expect(notice).to_contain_text("POST /v2/document")
+    expect(notice).to_contain_text("python -m handler translate FILE")
+    assert page.inner_text("#output") == english
+    # and pressing Translate replaces it with the new text's English, the notice gone
+    page.click("#translate")
+    expect(page.locator("#output")).to_have_attribute("data-state", "done", timeout=120_000)
+    expect(notice).to_be_hidden()
+    assert len(page.inner_text("#output")) > 10 * len(english)
+    assert not [message for message in console if message.startswith(("error", "pageerror"))], console
+
+
 # --- confidence -----------------------------------------------------------------------------------------------
 UNSURE_THEN_SURE = "哈哈哈哈哈哈哈哈哈哈哈哈。今天天气很好。"  # the default model loops on the first (the guard fires)
 
