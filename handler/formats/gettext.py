@@ -44,7 +44,9 @@ polib's 78 columns, obsolete entries last (where gettext's tools put them).
 are not valid in it are refused naming the offset and line. Without a usable charset (none, or a template's
 ``CHARSET``) the bytes are decoded as any text file is (``handler.formats.encodings``: UTF-8, a byte-order mark,
 GB18030 or Big5 by their characters). **Refused** (``InvalidRequestError``, "not a gettext PO catalogue: ..."):
-text polib cannot parse (its message, with the line number), a file with neither a header nor an entry, text
+text polib cannot parse (its message, with the line number), a string missing its closing (or opening) double quote
+(``msgid "你好`` at a line's end: ``msgfmt`` refuses it, polib would drop the character before the missing quote;
+the line number and the line named), a file with neither a header nor an entry, text
 that is not decodable; and content that names a file on this machine (``polib.pofile`` opens a path it is handed
 instead of a catalogue's text: never read). An entry whose translation comes back empty stays untranslated.
 """
@@ -366,6 +368,9 @@ def read_po_file(data: bytes, *, name: str = "the file") -> PoFile:
     # has a msgid line and a msgstr line at least)
     if "\n" not in text.strip() or os.path.isfile(text):
         raise _refuse(name, "holds no msgid and msgstr lines")
+    fault = _string_fault(text)
+    if fault is not None:
+        raise _refuse(name, fault)
     import polib
 
     try:
@@ -377,6 +382,40 @@ def read_po_file(data: bytes, *, name: str = "the file") -> PoFile:
     work = [_work(entry) for entry in catalogue if _needs_translation(entry)]
     work = [item for item in work if item.units]
     return PoFile(name, encoding, catalogue, work, [unit for item in work for unit in item.units])
+
+
+# a line polib reads a string from: a keyword and its string, or a continuation string; in an obsolete entry (#~) or
+# a previous string (#|) too. polib takes the string as the text between the first and the last character whatever
+# they are, so a string missing a quote lost a character silently (msgfmt: "end-of-line within string")
+_STRING_LINE = re.compile(r'(?:#[~|]\s+)?(?:(msgctxt|msgid_plural|msgid|msgstr)\s+|(msgstr\[[^\]]*\])\s*|(?="))(.+)')
+_CLOSED_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_SHOWN = 40  # characters of a faulty line quoted in the refusal
+
+
+def _string_fault(text: str) -> str | None:
+    """The first string of ``text`` missing its opening or closing double quote, as a reason naming its line
+    ("has a syntax error at line 3: msgid's string has no closing double quote ..."); None when every one has both.
+    Lines are counted as polib counts them (``str.splitlines``), so that its own errors and these agree."""
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        found = _STRING_LINE.fullmatch(line)
+        if found is None:
+            continue
+        string = found.group(3)
+        if not string.startswith('"'):
+            wrong = "does not begin with a double quote"
+        elif _CLOSED_STRING.match(string) is None:
+            wrong = "has no closing double quote (the line ends inside the string)"
+        else:
+            continue
+        owner = found.group(1) or found.group(2)
+        what = f"{owner}'s string" if owner else "the continuation string"
+        shown = line if len(line) <= _SHOWN else line[: _SHOWN - 1] + "…"
+        return (
+            f"has a syntax error at line {number:,}: {what} {wrong}; the line reads: {shown} -- every string is "
+            f'written between double quotes on one line, a quote inside it as \\"'
+        )
+    return None
 
 
 def _parse_error(error: Exception) -> str:

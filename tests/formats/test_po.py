@@ -300,6 +300,49 @@ def test_what_is_not_a_catalogue_is_refused_saying_why_and_what_is_allowed(data:
     assert "send a gettext catalogue (.po) or template (.pot)" in message
 
 
+_UNQUOTED = [  # (catalogue, its line at fault, the string's owner and what is wrong); msgfmt refuses each
+    (b'msgid "\xe4\xbd\xa0\xe5\xa5\xbd\nmsgstr ""\n', 1, "msgid's string has no closing double quote"),
+    (b'msgid "a"\nmsgstr "bc\n', 2, "msgstr's string has no closing double quote"),
+    (b'msgid "a"\nmsgstr ""\n"Language: zh\n', 3, "the continuation string has no closing double quote"),
+    (b'msgid "a\\"\nmsgstr ""\n', 1, "msgid's string has no closing double quote"),  # its last quote is escaped
+    (b'msgctxt "c\nmsgid "a"\nmsgstr ""\n', 1, "msgctxt's string has no closing double quote"),
+    (b'msgid "a"\nmsgid_plural "b\nmsgstr[0] ""\nmsgstr[1] ""\n', 2, "msgid_plural's string has no closing"),
+    (b'msgid "a"\nmsgid_plural "b"\nmsgstr[0] "x\nmsgstr[1] ""\n', 3, "msgstr[0]'s string has no closing"),
+    (b'#~ msgid "a\n#~ msgstr "b"\n', 1, "msgid's string has no closing double quote"),  # obsolete
+    (b'#| msgid "a\nmsgid "b"\nmsgstr ""\n', 1, "msgid's string has no closing double quote"),  # previous
+    (b'msgid \xe4\xbd\xa0\xe5\xa5\xbd"\nmsgstr ""\n', 1, "msgid's string does not begin with a double quote"),
+]
+
+
+@pytest.mark.parametrize(("data", "line", "wrong"), _UNQUOTED)
+def test_a_string_missing_a_double_quote_is_refused_naming_its_line(data: bytes, line: int, wrong: str) -> None:
+    # polib alone read these and dropped the character before the missing quote (msgid "你好 became "你")
+    with pytest.raises(InvalidRequestError) as refused:
+        read_po_file(data, name="zh.po")
+    message = str(refused.value)
+    assert message.startswith(f"not a gettext PO catalogue: zh.po has a syntax error at line {line}: {wrong}")
+    shown = data.decode("utf-8").splitlines()[line - 1]
+    assert f"the line reads: {shown} --" in message
+    assert "send a gettext catalogue (.po) or template (.pot)" in message
+
+
+def test_a_string_ending_in_an_escaped_backslash_is_closed() -> None:
+    parsed = read_po_file(b'msgid "\xe4\xbd\xa0\xe5\xa5\xbd\\\\"\nmsgstr ""\n', name="zh.po")
+    assert parsed.catalogue[0].msgid == "你好\\"
+
+
+@pytest.mark.skipif(shutil.which("msgfmt") is None, reason="GNU gettext's msgfmt is not installed")
+@pytest.mark.parametrize(("data", "line", "wrong"), _UNQUOTED)
+def test_gnu_msgfmt_refuses_what_the_reader_refuses(tmp_path: Path, data: bytes, line: int, wrong: str) -> None:
+    path = tmp_path / "zh.po"
+    path.write_bytes(b'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\n' + data)
+    checked = subprocess.run(["msgfmt", "-o", str(tmp_path / "zh.mo"), str(path)], capture_output=True, check=False)
+    assert checked.returncode != 0
+    assert b"end-of-line within string" in checked.stderr or b"syntax error" in checked.stderr, checked.stderr
+    with pytest.raises(InvalidRequestError, match=f"has a syntax error at line {line + 3}: "):
+        read_po_file(path.read_bytes(), name="zh.po")
+
+
 def test_binary_data_is_refused() -> None:
     with pytest.raises(InvalidRequestError, match="looks binary"):
         read_po_file(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", name="x.po")
