@@ -406,15 +406,17 @@ def option_problems(page: str) -> list[str]:
 
 def example_body_problems(page_name: str, text: str) -> list[str]:
     problems = []
-    for body in _OWN_API_BODY.findall(text):
+    for found in _OWN_API_BODY.finditer(text):
         try:
-            fields = json.loads(body)
+            fields = json.loads(found.group(1))
         except json.JSONDecodeError:
             continue  # an example of a malformed body
         if not isinstance(fields, dict) or "q" in fields:
             continue  # LibreTranslate's /translate
         unknown = set(fields) - {*OPTION_NAMES, *REQUEST_FIELDS}
-        if unknown:
+        shown = text[found.end() :].split("\n", 2)[1:2]  # the line after the command: what it prints
+        shows_the_refusal = bool(shown) and "unknown option" in shown[0]
+        if unknown and not shows_the_refusal:  # an example of the refusal names its unknown option on purpose
             problems.append(f"{page_name}: an example sends {sorted(unknown)}, which no option or field is")
     return problems
 
@@ -429,6 +431,10 @@ def test_a_planted_option_is_caught() -> None:
     page = _page_text(API_PAGE)
     assert option_problems(page.replace("| `beam_size` |", "| `beam_width` |"))
     assert example_body_problems("x.md", """curl -s http://h/translate -d '{"text": "你好", "beam": 1}'\n""")
+    refused = (
+        """curl -s http://h/translate -d '{"text": "你好", "beam": 1}'\n# 400 {"error": "unknown option beam"}\n"""
+    )
+    assert not example_body_problems("x.md", refused)
 
 
 _TRANSLATE_VARIABLE = re.compile(r"\bTRANSLATE_[A-Z0-9_]*[A-Z0-9]\b")
@@ -758,7 +764,9 @@ def function_url_streaming_claims(page: str) -> list[str]:
     return [
         part
         for part in re.split(r"\n\s*\n|\n(?=\|)", page)
-        if "Function URL" in part and re.search(r"stream", part, re.I) and "RESPONSE_STREAM" not in part
+        if "Function URL" in part
+        and re.search(r"stream", part, re.I)
+        and "RESPONSE_STREAM" not in part
         and not part.startswith("#")
     ]
 
