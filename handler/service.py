@@ -64,7 +64,7 @@ from handler.options import shown_value
 from handler.streaming import StreamedUnit, StreamProgress, plan_windows
 from handler.text.cleaning import clean_translation
 from handler.text.glossary import Glossary, deployment_glossary
-from handler.text.markup import MarkupDocument, parse_markup
+from handler.text.markup import MarkupDocument, lost_runs, parse_markup
 from handler.text.script_conversion import default_converter
 from handler.text.segmentation import Document, one_line, split_document
 from handler.text.spans import (
@@ -728,8 +728,9 @@ class TranslationService:
                 source_at = source_span[1] if source_span else source_at
                 output_span = locate(output, english, output_at)
                 output_at = output_span[1] if output_span else output_at
+                lost = lost_runs(marked, results[marked].text)
                 segments.append(
-                    self._scored_segment(text, results[marked], scored, source_span, english, output_span)
+                    self._scored_segment(text, results[marked], scored, source_span, english, output_span, lost)
                 )
         return tuple(segments)
 
@@ -741,8 +742,10 @@ class TranslationService:
         source_span: tuple[int, int] | None,
         english: str,
         output_span: tuple[int, int] | None,
+        lost: Sequence[str] = (),
     ) -> ScoredSegment:
-        """One segment's assessment, from the hypotheses of the model inputs it was translated from."""
+        """One segment's assessment, from the hypotheses of the model inputs it was translated from (``lost``: the
+        runs of its source between markup that its translation dropped)."""
         model_scores = [scored[given] for given in result.model_inputs if given in scored]
         score = (
             SegmentScore(
@@ -753,7 +756,7 @@ class TranslationService:
             if model_scores
             else None
         )
-        assessment = assess(score, has_chinese(english), self.calibration)
+        assessment = assess(score, has_chinese(english), self.calibration, lost)
         return ScoredSegment(text, english, source_span, output_span, assessment, score)
 
     # --- the model step -------------------------------------------------------------------------------------

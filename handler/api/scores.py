@@ -53,6 +53,7 @@ SCORED_SEGMENT_SCHEMA: dict[str, Any] = {
                 "length_ratio",
                 "length_ratio_out_of_range",
                 "untranslated",
+                "lost_source",
             ],
             "properties": {
                 "repetition_guard": {"type": "boolean"},
@@ -60,6 +61,10 @@ SCORED_SEGMENT_SCHEMA: dict[str, Any] = {
                 "length_ratio": {"type": "number", "minimum": 0},
                 "length_ratio_out_of_range": {"type": "boolean"},
                 "untranslated": {"type": "boolean"},
+                "lost_source": {
+                    "type": "boolean",
+                    "description": "a run of Chinese between the sentence's markup came back with no word in its place",
+                },
             },
         },
         "model_score": {"type": ["number", "null"], "description": "mean log-probability per output token"},
@@ -85,6 +90,7 @@ def segment_json(segment: ScoredSegment) -> dict[str, Any]:
             "length_ratio": round(a.length_ratio, 3),
             "length_ratio_out_of_range": a.length_ratio_out_of_range,
             "untranslated": a.untranslated,
+            "lost_source": bool(a.lost_source),
         },
         "model_score": None if a.model_score is None else round(a.model_score, 4),
     }

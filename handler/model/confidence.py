@@ -18,10 +18,13 @@ The **flags** are facts, not estimates:
 * ``length_ratio``: output tokens / source tokens, with ``length_ratio_out_of_range`` when it lies outside the
   usual range of the dev set's translations (from its 2nd percentile, under which something was probably left
   out, to 1.5 x its 99.5th: a runaway output);
-* ``untranslated``: Chinese is left in the output.
+* ``untranslated``: Chinese is left in the output;
+* ``lost_source``: a run of Chinese between a sentence's markup (``<b>你好</b>，世界``) came back with no word in its
+  place: the model dropped it, and the markup around it would hide that (``handler.text.markup.lost_runs``).
 
 A segment is **flagged** (``low_confidence``) when its confidence is under the calibration's threshold (the dev
-set's lowest decile), Chinese is left, the guard fired or the length ratio is out of range; ``reasons`` says
+set's lowest decile), Chinese is left, the guard fired, the length ratio is out of range or a run of the source was
+lost; ``reasons`` says
 which, in words for a tooltip. ``span_recovered`` is reported but flags nothing: on the default model's dev set
 the sentences it marks score the same chrF as the others (42.1 against 42.7, ``python -m build.calibrate``).
 """
@@ -173,10 +176,14 @@ class Assessment:
     low_confidence: bool
     reasons: tuple[str, ...]
     model_score: float | None  # the mean log-probability; None where the model was not asked (nothing to translate)
+    lost_source: tuple[str, ...] = ()  # the runs of Chinese the translation dropped (``lost_runs``)
 
 
-def assess(score: SegmentScore | None, english_has_chinese: bool, calibration: Calibration) -> Assessment:
-    """The assessment of a segment; ``score`` None: text the model never saw (no Chinese in it), kept as is."""
+def assess(
+    score: SegmentScore | None, english_has_chinese: bool, calibration: Calibration, lost: Sequence[str] = ()
+) -> Assessment:
+    """The assessment of a segment; ``score`` None: text the model never saw (no Chinese in it), kept as is;
+    ``lost``: the runs of its source the translation dropped."""
     if score is None or not score.hypotheses:
         left = ("Chinese is left in the translation",) if english_has_chinese else ()
         return Assessment(1.0, False, False, 1.0, False, english_has_chinese, bool(left), left, None)
@@ -199,6 +206,8 @@ def assess(score: SegmentScore | None, english_has_chinese: bool, calibration: C
             f"the translation is {'short' if ratio < low else 'long'} for its source "
             f"({ratio:.2f} output tokens per source token; usual {low:.2f} to {high:.2f})"
         )
+    if lost:
+        reasons.append(f"part of the source has no translation: {' / '.join(lost)}")
     return Assessment(
         confidence=confidence,
         repetition_guard=guard,
@@ -209,6 +218,7 @@ def assess(score: SegmentScore | None, english_has_chinese: bool, calibration: C
         low_confidence=bool(reasons),
         reasons=tuple(reasons),
         model_score=model_score,
+        lost_source=tuple(lost),
     )
 
 

@@ -128,6 +128,21 @@ class MarkupDocument:
         return "".join(out)
 
 
+_WORD = re.compile(r"[^\W_]")  # a letter or digit, in any script
+
+
+def lost_runs(source: str, translation: str) -> list[str]:
+    """The runs of Chinese between a sentence's markup characters whose counterpart in its translation (the run
+    between the same markup characters) holds no word: text the model dropped, which the markup around it would
+    otherwise hide (``<b>你好</b>，世界`` → ``<b>, you're</b>,`` loses "，世界"). Empty where the sentence has no
+    markup, or where the translation's markup characters are not the source's in order (nothing can be paired)."""
+    marks = _MARKUP_CHAR.findall(source)
+    if not marks or marks != _MARKUP_CHAR.findall(translation):
+        return []
+    pairs = zip(_MARKUP_CHAR.split(source), _MARKUP_CHAR.split(translation), strict=True)
+    return [run.strip() for run, english in pairs if has_chinese(run) and not _WORD.search(english)]
+
+
 def _escape_attribute(text: str, quote: str) -> str:
     # a value is sent to the model as written, entities and all ("&quot;"): those stay, a bare "&" is escaped
     text = _BARE_AMPERSAND.sub("&amp;", text)

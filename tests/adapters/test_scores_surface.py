@@ -17,7 +17,14 @@ from tests.adapters.test_http_surface import assert_error, post_json
 pytestmark = pytest.mark.slow
 
 TEXT = "今天天气很好。我们去公园散步吧。"
-FLAGS = {"repetition_guard", "span_recovered", "length_ratio", "length_ratio_out_of_range", "untranslated"}
+FLAGS = {
+    "repetition_guard",
+    "span_recovered",
+    "length_ratio",
+    "length_ratio_out_of_range",
+    "untranslated",
+    "lost_source",
+}
 
 
 def check_segments(source: str, translation: str, segments: list[dict[str, Any]]) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from handler.api.scores import segment_json
 from handler.service import TranslateOptions
+from handler.text.markup import lost_runs
 from handler.text.spans import has_chinese
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_service
 
 pytestmark = pytest.mark.shipped_model
+
 
 TEXT = (
     "今天天气很好，我们去公园散步吧。\n价格从 1,299 元降到了 999 元。 请访问 https://example.com 了解更多。"
@@ -98,3 +101,38 @@ def test_a_translation_keeping_double_spaces_is_still_located() -> None:
     assert segment.translation_span is not None
     start, end = segment.translation_span
     assert detail.text[start:end] == segment.translation
+
+
+@pytest.mark.parametrize(
+    ("source", "translation", "lost"),
+    [
+        ("\U000f0000你好\U000f8000，世界", "\U000f0000, you're\U000f8000,", ["，世界"]),  # the issue's example
+        ("\U000f0000你好\U000f8000，世界", "\U000f0000Hello\U000f8000, world", []),
+        ("请使用\U000f0000微信\U000f8000付款。", "Use \U000f0000WeChat\U000f8000.", ["付款。"]),
+        ("你好，世界", "", []),  # no markup: the length ratio speaks for a short output
+        ("\U000f0000你好\U000f8000世界", "Hello world", []),  # the markup did not come back in order: not paired
+        ("\U000f0000你好\U000f8000 2024", "\U000f0000Hello\U000f8000 ", []),  # no Chinese in the run: kept as is
+    ],
+)
+def test_a_run_of_chinese_dropped_between_markup_is_found(source: str, translation: str, lost: list[str]) -> None:
+    assert lost_runs(source, translation) == lost
+
+
+@needs_shipped_bundle
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_span_dropped_between_markup_flags_its_segment(stream: bool) -> None:
+    """``<p><b>你好</b>，世界</p>`` comes back as ``<p><b>, you're</b>,</p>`` from the default model: 世界 is gone,
+    with a confidence over the threshold, so only the lost run can flag it, in the answer and in a stream alike."""
+    options = TranslateOptions(format="html", scores=True)
+    text = "<p><b>你好</b>，世界</p>"
+    if stream:
+        units = [u for u in shipped_service().translate_stream([text], options) if hasattr(u, "segments")]
+        segments = [segment for unit in units for segment in unit.segments]  # type: ignore[attr-defined]
+    else:
+        segments = list(shipped_service().translate_detailed([text], options)[0].segments)
+    [segment] = segments
+    assert "世界" not in segment.translation and "world" not in segment.translation.lower()
+    assert segment.assessment.lost_source == ("，世界",)
+    assert segment.assessment.low_confidence
+    assert any("世界" in reason for reason in segment.assessment.reasons)
+    assert segment_json(segment)["flags"]["lost_source"] is True
