@@ -15,7 +15,8 @@ An adapter turns its platform's request into an ``HttpRequest``, calls ``HttpApi
 ``GET /openapi.json`` the OpenAPI 3.1 description of every route, this one and the drop-in APIs' included
                      (``handler.api.openapi``).
 
-Every error is ``{"error": {"code": "...", "message": "..."}}``; ``handler.api.messages`` is the only place that
+Every error is ``{"error": {"code": "...", "message": "..."}}`` (the drop-in APIs' routes answer in their own shapes,
+also when the adapter refused a body unread: ``CompatApis.refusal``); ``handler.api.messages`` is the only place that
 maps the ``handler.errors`` hierarchy to HTTP statuses. Unexpected exceptions are logged with their traceback and
 answered 500 with a message that holds no internals.
 
@@ -183,8 +184,10 @@ class HttpApi:
                 response, error_code = self._answer(request)
             elif isinstance(refused, HttpError):
                 response, error_code = error_response(refused.status, refused.code, str(refused)), refused.code
-            else:
-                response, error_code = response_for_error(refused), refused.code
+            else:  # a body refused unread: in the shape of the API its path and headers name
+                path = _normalise_path(request.path)
+                response = self.compat.refusal(path, request, refused) or response_for_error(refused)
+                error_code = refused.code
             response.headers.update(self._cors_headers(request))
             for name, value in SECURITY_HEADERS.items():
                 response.headers.setdefault(name, value)

@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 
 from handler.api.messages import MAX_INTEGER_DIGITS, MAX_JSON_DEPTH
+from handler.api.router import HttpApi
+from handler.coldstart import Startup
 from tests.adapters.conftest import MAX_CHARS, HttpClient, Reply
 
 JSON = {"Content-Type": "application/json"}
@@ -415,6 +417,69 @@ def test_the_local_server_reads_a_chunked_body(local_server_url: str) -> None:
     request = b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
     status, _, body = raw_exchange(local_server_url, request + b"Transfer-Encoding: chunked\r\n\r\n" + chunked)
     assert status == 200 and "translation" in json.loads(body), body
+
+
+# a body over every route's limit (HttpApi.max_request_bytes) is refused unread by the adapter: still in the shape
+# of the API its path and headers name (before: this API's own shape on every route)
+OVERSIZE_CASES = [  # (path, content type, the API whose shape, its status for a request too large)
+    ("/v2/translate", "application/json", DEEPL, 413),
+    ("/v2/translate", FORM["Content-Type"], DEEPL, 413),
+    ("/v2/document", MULTIPART["Content-Type"], DEEPL, 413),
+    ("/v2/glossaries", "application/json", DEEPL, 413),
+    ("/translate_file", MULTIPART["Content-Type"], LIBRE, 400),  # LibreTranslate answers a request too large with 400
+    ("/detect", FORM["Content-Type"], LIBRE, 400),
+    ("/detect", "application/json", LIBRE, 400),
+    ("/translate", FORM["Content-Type"], LIBRE, 400),  # what libretranslatepy sends
+    ("/translate", MULTIPART["Content-Type"], LIBRE, 400),  # what LibreTranslate's page sends
+    ("/translate", "application/json", OWN, 413),  # unread, JSON cannot be told from this API's own: its shape
+]
+OVERSIZE_IDS = [f"{path}-{content_type.split(';')[0]}" for path, content_type, _, _ in OVERSIZE_CASES]
+
+
+def oversize_head(path: str, content_type: str, length: int) -> bytes:
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n"
+    return head.encode("ascii")
+
+
+@pytest.fixture(scope="module")
+def max_request_bytes(startup: Startup) -> int:
+    return HttpApi(startup).max_request_bytes
+
+
+@pytest.mark.parametrize(("path", "content_type", "api", "status"), OVERSIZE_CASES, ids=OVERSIZE_IDS)
+def test_a_body_over_every_limit_is_refused_in_its_apis_shape_by_the_local_server(
+    local_server_url: str, max_request_bytes: int, path: str, content_type: str, api: str, status: int
+) -> None:
+    # GIVEN a Content-Length over every route's limit (the local server refuses it before reading the body)
+    length = max_request_bytes + 1
+    got, headers, body = raw_exchange(local_server_url, oversize_head(path, content_type, length) + b"q=")
+    # THEN the API the path names answers, in its own shape, naming the size and the limit
+    assert_refused(Reply(got, headers, body), api, status, rf"{length:,} bytes.*the limit is {max_request_bytes:,}")
+    assert headers["x-request-id"]
+
+
+def test_a_chunked_body_over_every_limit_is_refused_in_deepls_shape(local_server_url: str) -> None:
+    head = b"POST /v2/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    got, headers, body = raw_exchange(local_server_url, head + b"Transfer-Encoding: chunked\r\n\r\nffffffffff\r\n{}")
+    assert_refused(Reply(got, headers, body), DEEPL, 413, r"chunked request body is over [\d,]+ bytes, the limit")
+
+
+@pytest.mark.parametrize(("path", "content_type", "api", "status"), OVERSIZE_CASES, ids=OVERSIZE_IDS)
+def test_a_body_over_every_limit_is_refused_in_its_apis_shape_by_functions_framework(
+    functions_framework_url: str, max_request_bytes: int, path: str, content_type: str, api: str, status: int
+) -> None:
+    # GIVEN a whole body over every route's limit (gunicorn waits for it; the function refuses it unread)
+    length = max_request_bytes + 1
+    got, headers, body = raw_exchange(
+        functions_framework_url, oversize_head(path, content_type, length) + b"q" * length
+    )
+    assert_refused(Reply(got, headers, body), api, status, rf"{length:,} bytes.*the limit is {max_request_bytes:,}")
+
+
+def test_a_malformed_chunk_on_a_deepl_route_is_refused_in_deepls_shape(functions_framework_url: str) -> None:
+    head = b"POST /v2/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    got, headers, body = raw_exchange(functions_framework_url, head + TRANSPORT_CASES[2][1])
+    assert_refused(Reply(got, headers, body), DEEPL, 400, r"the request body could not be read")
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,9 @@ a local folder, or the deployment's buckets.
 
 Each answers in its own API's shapes, with its own error body and status codes, while the limits (characters,
 texts) and the errors underneath are the service's (``handler.errors``). ``handler.api.router`` asks
-``CompatApis.handle`` first and serves its own routes when that returns None.
+``CompatApis.handle`` first and serves its own routes when that returns None; a request its adapter refused before
+reading its body (over every route's limit, or unreadable) is answered by ``CompatApis.refusal`` in the shape of
+the API its path and headers name (DeepL's ``{"message"}``, LibreTranslate's ``{"error": "..."}``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from __future__ import annotations
 from handler.api.compat import deepl, libretranslate
 from handler.api.compat.deepl import DeepLApi
 from handler.api.compat.libretranslate import LibreTranslateApi
-from handler.api.messages import HttpRequest, HttpResponse
+from handler.api.messages import ErrorShape, HttpRequest, HttpResponse, json_response, status_for
 from handler.coldstart import Startup
+from handler.errors import TranslatorError
 from handler.storage.documents import Documents
 from handler.storage.glossaries import GlossaryStore
 
@@ -56,4 +59,15 @@ class CompatApis:
                 return HttpResponse(204, {"Allow": ", ".join((*api.routes[route], "OPTIONS"))}, b"")
             if api.claims(path, request):
                 return api.handle(path, request)
+        return None
+
+    def refusal(self, path: str, request: HttpRequest, error: TranslatorError) -> HttpResponse | None:
+        """``error``, the adapter's refusal of a request whose body it did not read (over every route's limit, or
+        unreadable), in the shape of the drop-in API the request is for as far as its path and headers tell
+        (``/v2/...``: DeepL's ``{"message"}`` with DeepL's status; LibreTranslate's paths, and a form or multipart
+        ``POST /translate``: LibreTranslate's ``{"error": "..."}`` with its status); None: this server's own."""
+        if self.deepl.claims(path, request):  # DeepL's paths, whatever the body
+            return json_response(status_for(error, ErrorShape.DEEPL), {"message": str(error)})  # as DeepLApi.handle
+        if self.libretranslate.claims_unread(path, request):
+            return self.libretranslate.error_response(path, error)
         return None

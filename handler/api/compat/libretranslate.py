@@ -140,6 +140,24 @@ class LibreTranslateApi:
             return False
         return "q" in payload or "target" in payload  # target: LibreTranslate's field only (this API's is English)
 
+    def claims_unread(self, path: str, request: HttpRequest) -> bool:
+        """Whether a request refused before its body was read (too large, unreadable) is LibreTranslate's: a path only
+        it answers, or ``POST /translate`` with a form or multipart body (what its clients send: libretranslatepy's
+        form, its page's FormData; this server's own ``/translate`` takes JSON only). A JSON body to ``/translate``
+        cannot be told from this server's own unread (``q`` or ``text`` is in it): it is answered as this server's."""
+        if path != "/translate":
+            return self.claims(path, request)
+        content_type = request.headers.get("content-type", "").lower()
+        return request.method == "POST" and content_type.startswith((FORM_TYPE, MULTIPART_TYPE))
+
+    def error_response(self, path: str, error: TranslatorError) -> HttpResponse:
+        """``error`` in LibreTranslate's shape, ``{"error": "message"}``, with the status LibreTranslate answers it
+        with (``status_for``: a request too large is 400); logged when it is the server's fault."""
+        status = status_for(error, ErrorShape.LIBRETRANSLATE)
+        if status >= 500:
+            logger.error("LibreTranslate %s failed: %s: %s", path, type(error).__name__, error)
+        return json_response(status, {"error": str(error)})
+
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
         try:
             allowed = ("GET",) if path.startswith(DOWNLOAD_PREFIX) else ROUTES[path]
@@ -173,10 +191,7 @@ class LibreTranslateApi:
         except ApiStatus as error:
             return json_response(error.status, {"error": str(error)})
         except TranslatorError as error:
-            status = status_for(error, ErrorShape.LIBRETRANSLATE)
-            if status >= 500:
-                logger.error("LibreTranslate %s failed: %s: %s", path, type(error).__name__, error)
-            return json_response(status, {"error": str(error)})
+            return self.error_response(path, error)
         except Exception:
             logger.exception("LibreTranslate %s failed with an unexpected error", path)
             return json_response(500, {"error": "internal error while translating; the function's log has the details"})
