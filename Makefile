@@ -49,7 +49,7 @@ export BUNDLE_IS_CSANMT := import json, os, sys; folder = os.environ.get("TRANSL
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
 	--no-emit-index-url --no-emit-find-links
 
-.PHONY: mutation
+.PHONY: mutation schemathesis
 .PHONY: help run test lint model train eval fidelity bench image image-gcp image-check deploy-aws deploy-gcp \
 	deploy-cloudrun lock clean distclean browser container-engine dev-env run-env model-argument audit loadtest
 
@@ -67,6 +67,7 @@ help:
 	@echo "make fidelity [FIDELITY_ARGS=--dev --guards --tiny]   spans, amounts, glossary, markup kept, per class"
 	@echo "make bench [BENCH_ARGS=--quick]   this runtime beside CTranslate2 and transformers; writes docs/benchmarks.md"
 	@echo "make mutation [MODULE=handler/config.py] [SAMPLE=N]   mutmut on one module (or all: hours; docs/mutation.md)"
+	@echo "make schemathesis [SEED=n]  schemathesis, every phase, on make run's server with a fresh (or the given) seed"
 	@echo "make loadtest [LOADTEST_ARGS=--quick]   load + soak of make run's server with locust (long; see docs/loadtest.md)"
 	@echo "make image / image-gcp [BUNDLE=model_artifacts/<name>] [CONTAINER=docker|podman|buildah] [BASE_IMAGE=...]"
 	@echo "                            container images for AWS Lambda / Cloud Run (MODEL=<checkpoint> exports inside)"
@@ -184,6 +185,13 @@ bench: $(DEV_STAMP)
 # RSS growth >= 30 MB. LOADTEST_ARGS="--quick" takes under a minute; --requests/--soak-requests/--bundle choose.
 loadtest: $(DEV_STAMP) $(RUN_STAMP)
 	$(VENV)/bin/python -m bench.load.loadtest --server-venv $(RUN_VENV) $(LOADTEST_ARGS)
+
+# schemathesis against make run's server on the shipped model, every phase (tests/adapters/test_schemathesis.py), with
+# a fresh seed, printed so a failure can be replayed: SEED=<n> make schemathesis. make test runs it with seed 1.
+schemathesis: $(DEV_STAMP)
+	@seed="$${SEED:-$$($(PYTHON) -c 'import secrets; print(secrets.randbelow(2**31))')}"; \
+	echo "schemathesis seed $$seed (SEED=$$seed make schemathesis replays it)"; \
+	SCHEMATHESIS_SEED="$$seed" $(VENV)/bin/python -m pytest -p no:randomly -s tests/adapters/test_schemathesis.py
 
 # mutmut over handler/ (configured in pyproject.toml [tool.mutmut]; its copy of the project is mutants/). Not part
 # of make test. MODULE=handler/config.py mutates one module and runs only the tests that reach it (tests/

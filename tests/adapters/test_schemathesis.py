@@ -18,6 +18,7 @@ and request count: docs/reliability.md).
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -34,7 +35,8 @@ from tests.adapters.conftest import function_env, start_functions_framework
 pytestmark = [pytest.mark.slow, pytest.mark.shipped_model]
 
 MAX_EXAMPLES = 12
-SEED = 1
+# the suite's fixed seed (the same requests every run); `make schemathesis` runs it with a fresh one, printed
+SEED = int(os.environ.get("SCHEMATHESIS_SEED") or 1)
 REQUEST_TIMEOUT_S = 30
 WALL_CLOCK_BOUND_S = 240
 CONFIG = Path(__file__).with_name("schemathesis.toml")
@@ -89,8 +91,9 @@ def test_every_operation_answers_as_described(shipped_server_url: str, tmp_path:
         run = subprocess.run(command, capture_output=True, text=True, timeout=WALL_CLOCK_BOUND_S, cwd=tmp_path)
     except subprocess.TimeoutExpired as timeout:
         pytest.fail(f"schemathesis ran past its {WALL_CLOCK_BOUND_S} s bound:\n{timeout.stdout}")
-    print(f"schemathesis: {time.monotonic() - began:.1f} s\n{run.stdout[-1500:]}")
-    assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-5000:]
+    print(f"schemathesis (seed {SEED}): {time.monotonic() - began:.1f} s\n{run.stdout[-1500:]}")
+    replay = f"\nseed {SEED}: SEED={SEED} make schemathesis replays this run"
+    assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-5000:] + replay
     # every operation of the description is run (none left out), whatever their number
     assert re.search(r"(\d+) selected / \1 total", run.stdout) and "❌" not in run.stdout, run.stdout[-3000:]
     assert re.search(r"(\d+) generated, \1 passed", run.stdout), run.stdout[-3000:]
