@@ -5,21 +5,28 @@ Framework-free: ``handler.api.compat.deepl`` maps HTTP to these calls. ``Documen
 
 * ``create(upload)`` checks the file (its suffix must name a format, ``handler.formats.accepted_format``: else
   ``InvalidRequestError`` listing them; over ``TRANSLATE_MAX_FILE_BYTES``: ``RequestTooLargeError``; empty:
-  ``InvalidRequestError``), stores it and its record and starts its translation; it returns the ``document_id``
-  (32 hexadecimal digits) and the ``document_key`` (``secrets.token_urlsafe``, 256 bits). Only the key's SHA-256
-  is stored; every later call compares digests with ``hmac.compare_digest``.
-* ``status(id, key)``: ``queued``, ``translating`` (with ``seconds_remaining`` estimated from the progress),
+  ``InvalidRequestError``), stores it and its record (with its owner) and starts its translation; it returns the
+  ``document_id`` (32 hexadecimal digits) and the ``document_key`` (``secrets.token_urlsafe``, 256 bits). Only the
+  key's SHA-256 is stored; every later call compares digests with ``hmac.compare_digest``.
+* ``status(id, key, owner)``: ``queued``, ``translating`` (with ``seconds_remaining`` estimated from the progress),
   ``done`` (with ``billed_characters``) or ``error`` (with ``error_message``: a corrupt subtitle, a binary
-  ``.txt``; no result is ever written then).
-* ``take_result(id, key)``: the translation, once. The record moves to ``downloaded`` by a conditional write (of
-  two concurrent downloads one gets the file, the other ``DocumentNotFoundError``), then the source, the result
+  ``.txt``; no result is ever written then, and the source is deleted before the error is recorded, so a failed
+  document keeps no text).
+* ``take_result(id, key, owner)``: the translation, once. The record moves to ``downloaded`` by a conditional write
+  (of two concurrent downloads one gets the file, the other ``DocumentNotFoundError``), then the source, the result
   and any fan-out objects are deleted; the record stays as a tombstone without text, so a second download is told
   why there is nothing. Before ``done``: ``DocumentNotReadyError``.
 
-An unknown id is ``DocumentNotFoundError``; a wrong key ``DocumentKeyError`` (the id exists, but the caller may not
-see it). The record (``documents/<id>.json`` in the state location, ``handler.storage.state``) holds the file name,
-sizes, the status, the times, and the options the translation applies (``options``: ``TranslateOptions`` values as
-JSON, the Chinese variant and a ``glossary`` mapping; ``target`` and ``formality`` as asked).
+A document belongs to the API key that uploaded it (``handler.storage.owners``), as a stored glossary does:
+``DocumentUpload.owner`` is recorded (``owner``: ``shared`` without ``TRANSLATE_API_KEYS``, else the key's digest,
+never the key), and ``status`` and ``take_result`` are given the caller's owner. An unknown id, and another owner's
+document whatever its ``document_key``, is ``DocumentNotFoundError`` in the same words; a wrong ``document_key`` of
+the caller's own document is ``DocumentKeyError`` (the id exists, but the caller may not see it). A record written
+before documents had owners reads as ``shared``: keyed callers no longer see it.
+
+The record (``documents/<id>.json`` in the state location, ``handler.storage.state``) holds the file name, sizes,
+the status, the times, the owner, and the options the translation applies (``options``: ``TranslateOptions`` values
+as JSON, the Chinese variant and a ``glossary`` mapping; ``target`` and ``formality`` as asked).
 
 Two backends:
 
@@ -36,8 +43,9 @@ Two backends:
   record and applies its options; fan-out included), into
   ``TRANSLATE_OUTPUT_PREFIX`` + that key in the output bucket. So a document larger than one invocation's time
   completes through the fan-out. The status is read from the record (an event writes ``translating`` and, for a
-  file that can never be translated, ``error``), the output object (``done``) and the fan-out's manifest
-  (progress). Documents never downloaded are removed by the buckets' lifecycle rules (infra templates).
+  file that can never be translated, ``error``, deleting the source), the output object (``done``) and the
+  fan-out's manifest (progress). Documents never downloaded are removed by the buckets' lifecycle rules (infra
+  templates).
 """
 
 from __future__ import annotations
@@ -72,6 +80,7 @@ from handler.service import TranslateOptions, TranslationService
 from handler.storage.bulk import JobLayout, job_id, read_progress
 from handler.storage.files import META_ENCODING, Outcome, UploadRefusedError, plan_output
 from handler.storage.object_store import ObjectRef, VersionedStore
+from handler.storage.owners import SHARED_OWNER
 from handler.storage.state import StateLocation, StateStore
 
 logger = logging.getLogger(__name__)
@@ -129,6 +138,7 @@ class DocumentUpload:
     target: str = "EN-US"
     formality: str | None = None
     encoding: str | None = None  # a text document's encoding as the client names it (else detected)
+    owner: str = SHARED_OWNER  # whose it is: handler.storage.owners.owner_of the uploading key
 
     def source_metadata(self) -> dict[str, str]:
         """The metadata its source object is written with: the encoding, read back by ``read_upload``."""
@@ -158,11 +168,13 @@ class DocumentResult:
 
 
 class Documents(Protocol):
+    """``owner``: the caller's (``handler.storage.owners.owner_of``); another owner's document is not found."""
+
     def create(self, upload: DocumentUpload) -> DocumentHandle: ...
 
-    def status(self, document_id: str, document_key: str) -> DocumentStatus: ...
+    def status(self, document_id: str, document_key: str, owner: str = SHARED_OWNER) -> DocumentStatus: ...
 
-    def take_result(self, document_id: str, document_key: str) -> DocumentResult: ...
+    def take_result(self, document_id: str, document_key: str, owner: str = SHARED_OWNER) -> DocumentResult: ...
 
     def state(self) -> StateLocation: ...
 
@@ -196,7 +208,8 @@ def _characters(fmt: FileFormat, data: bytes, name: str, encoding: str | None = 
 @dataclass
 class DocumentRecord:
     """``documents/<id>.json``: one document's name, sizes, status, times and the options its translation applies;
-    reads and writes itself as JSON. Only the key's SHA-256 is kept."""
+    reads and writes itself as JSON. Only the key's SHA-256 is kept, and of the API key that uploaded it only its
+    owner digest (``handler.storage.owners``)."""
 
     id: str
     key_sha256: str
@@ -216,6 +229,7 @@ class DocumentRecord:
     encoding: str | None = None
     error: str | None = None  # why it could not be translated (status "error")
     last_error: str | None = None  # an invocation's failure the platform retries
+    owner: str = SHARED_OWNER  # whose it is (a record written before documents had owners: shared)
     format: int = RECORD_FORMAT
 
     def to_json(self) -> builtins.bytes:
@@ -262,12 +276,15 @@ class _Records:
         found = self.location.store.read_versioned(self.ref(document_id))
         return None if found is None else DocumentRecord.from_json(found.data)
 
-    def checked(self, document_id: str, document_key: str) -> DocumentRecord:
-        """The record, if ``document_key`` is its key."""
+    def checked(self, document_id: str, document_key: str, owner: str) -> DocumentRecord:
+        """The record, if it is ``owner``'s and ``document_key`` is its key. Another owner's document is not found,
+        in the same words as an unknown id, whatever the ``document_key``: its existence is not told."""
         record = self.load(document_id)
-        if record is None:
+        if record is None or not hmac.compare_digest(str(record.owner).encode(), owner.encode()):
+            keyed = "" if owner == SHARED_OWNER else " (a document belongs to the API key that uploaded it)"
             raise DocumentNotFoundError(
                 f"document {document_id!r} not found: it was never uploaded here, has expired, or its id is mistyped"
+                + keyed
             )
         if not hmac.compare_digest(_digest(document_key or "").encode(), str(record.key_sha256).encode()):
             raise DocumentKeyError(f"the document_key is not the key of document {document_id}")
@@ -320,6 +337,7 @@ def _new_record(upload: DocumentUpload, fmt: FileFormat) -> tuple[DocumentRecord
         options=dict(upload.options),
         target=upload.target,
         formality=upload.formality,
+        owner=upload.owner,
     )
     return record, key
 
@@ -432,16 +450,16 @@ class LocalDocuments:
         logger.info("document %s (%s, %s bytes) queued", record.id, record.suffix, f"{len(upload.data):,}")
         return DocumentHandle(record.id, key)
 
-    def status(self, document_id: str, document_key: str) -> DocumentStatus:
-        record = self.records.checked(document_id, document_key)
+    def status(self, document_id: str, document_key: str, owner: str = SHARED_OWNER) -> DocumentStatus:
+        record = self.records.checked(document_id, document_key, owner)
         progress = self._progress.get(document_id)
         if record.status == TRANSLATING and progress is not None:
             done, total, started = progress
             return DocumentStatus(document_id, TRANSLATING, _remaining(total, done, time.monotonic() - started))
         return _status_of(record)
 
-    def take_result(self, document_id: str, document_key: str) -> DocumentResult:
-        record = self.records.checked(document_id, document_key)
+    def take_result(self, document_id: str, document_key: str, owner: str = SHARED_OWNER) -> DocumentResult:
+        record = self.records.checked(document_id, document_key, owner)
         status = _status_of(record)
         if status.status != DONE:
             raise _not_ready(status)
@@ -518,7 +536,7 @@ class LocalDocuments:
                 logger.warning("document %s could not be translated: %s", document_id, message)
             else:
                 logger.exception("document %s could not be translated", document_id)
-            _record_failure(self.records, document_id, message, final=True)
+            _record_error(self.records, document_id, message, self._source(record))
             return
         finally:
             measured = self._progress.pop(document_id, None)
@@ -619,8 +637,8 @@ class BucketDocuments:
         layout = JobLayout.of(scheme, self.config.output_bucket, self.config.work_prefix, record.job or "")
         return source, plan_output(source, self.config), layout
 
-    def status(self, document_id: str, document_key: str) -> DocumentStatus:
-        record = self.records.checked(document_id, document_key)
+    def status(self, document_id: str, document_key: str, owner: str = SHARED_OWNER) -> DocumentStatus:
+        record = self.records.checked(document_id, document_key, owner)
         if record.status in (ERROR, DOWNLOADED, DONE):
             return _status_of(record)
         store = self.state().store
@@ -648,11 +666,11 @@ class BucketDocuments:
             return DocumentStatus(document_id, ERROR, error_message=message)
         return DocumentStatus(document_id, record.status, _remaining(record.characters, 0, elapsed))
 
-    def take_result(self, document_id: str, document_key: str) -> DocumentResult:
-        status = self.status(document_id, document_key)
+    def take_result(self, document_id: str, document_key: str, owner: str = SHARED_OWNER) -> DocumentResult:
+        status = self.status(document_id, document_key, owner)
         if status.status != DONE:
             raise _not_ready(status)
-        record = self.records.checked(document_id, document_key)
+        record = self.records.checked(document_id, document_key, owner)
         source, output, layout = self._refs(record)
         store = self.state().store
         data = store.read(output)
@@ -706,13 +724,13 @@ def translate_document_upload(
     try:
         result = translate(options=record.options)
     except PERMANENT_ERRORS as error:
-        _record_failure(records, document_id, str(error), final=True)
+        _record_error(records, document_id, str(error), source)
         return {"source": str(source), "status": "failed", "document": document_id, "reason": str(error)}
     except Exception as error:
         _record_failure(records, document_id, _failure_message(error), final=False)
         raise
     if result.get("status") == "refused":
-        _record_failure(records, document_id, str(result.get("reason")), final=True)
+        _record_error(records, document_id, str(result.get("reason")), source)
     elif result.get("status") == "translated":
 
         def finished(current: DocumentRecord) -> bool:
@@ -730,6 +748,8 @@ def translate_document_upload(
 
 
 def _record_failure(records: _Records, document_id: str, message: str, *, final: bool) -> None:
+    """Note a failure in the record (``final``: the status becomes ``error``); a failure to write it is logged."""
+
     def failed(current: DocumentRecord) -> bool:
         if current.status in (DONE, DOWNLOADED):
             return False
@@ -747,6 +767,15 @@ def _record_failure(records: _Records, document_id: str, message: str, *, final:
         logger.exception("document %s: could not record its failure", document_id)
 
 
+def _record_error(records: _Records, document_id: str, message: str, source: ObjectRef) -> None:
+    """The document could not be translated, and no retry will mend it: its source is deleted, then its status
+    becomes ``error``, so that whoever sees the error finds no text kept (rather than the source waiting for the
+    retention to end). Nothing reads the source again: the error is final, a repeated event is ignored, and a
+    document finished meanwhile is downloaded from its result."""
+    _delete_all(records.location.store, [source], document_id)
+    _record_failure(records, document_id, message, final=True)
+
+
 # --- what each adapter serves ------------------------------------------------------------------------------------
 class UnavailableDocuments:
     """A deployment that has nowhere to keep documents (a Lambda function without an output bucket)."""
@@ -760,10 +789,10 @@ class UnavailableDocuments:
     def create(self, upload: DocumentUpload) -> DocumentHandle:
         raise self._refuse()
 
-    def status(self, document_id: str, document_key: str) -> DocumentStatus:
+    def status(self, document_id: str, document_key: str, owner: str = SHARED_OWNER) -> DocumentStatus:
         raise self._refuse()
 
-    def take_result(self, document_id: str, document_key: str) -> DocumentResult:
+    def take_result(self, document_id: str, document_key: str, owner: str = SHARED_OWNER) -> DocumentResult:
         raise self._refuse()
 
     def state(self) -> StateLocation:

@@ -6,9 +6,9 @@ Each glossary is one JSON object in the deployment's state (``handler.storage.st
 and every instance of the function sees it: ``glossaries/<owner>/<glossary_id>.json``. ``<owner>`` is
 ``shared`` on a deployment without API keys (every caller sees every glossary) and, with keys configured
 (``TRANSLATE_API_KEYS``), a digest of the key that created it: a glossary belongs to its key, and another key gets
-``GlossaryNotFoundError`` for it, exactly as for an ID that was never created. The owner is part of the object's
-key so that listing one key's glossaries reads only that key's objects. Glossaries are immutable, as DeepL's are:
-created, read, listed and deleted, never edited.
+``GlossaryNotFoundError`` for it, exactly as for an ID that was never created (``handler.storage.owners``; documents
+belong to their key the same way). The owner is part of the object's key so that listing one key's glossaries reads
+only that key's objects. Glossaries are immutable, as DeepL's are: created, read, listed and deleted, never edited.
 
 Entries come as DeepL sends them (``entries_format``):
 
@@ -34,7 +34,6 @@ are accepted and stored as ``zh`` and ``en``, as DeepL stores glossaries without
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import re
@@ -46,6 +45,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from handler.errors import GlossaryNotFoundError, InvalidRequestError, RequestTooLargeError, TranslatorError
+from handler.storage.owners import owner_of
 from handler.storage.state import StateLocation
 from handler.text.glossary import MAX_FILE_TERMS, MAX_TARGET_CHARS, MAX_TERM_CHARS, Glossary
 from handler.text.spans import has_chinese
@@ -61,7 +61,6 @@ MAX_ENTRIES_BYTES = 1024 * 1024  # UTF-8 bytes of the entries of one glossary
 MAX_NAME_BYTES = 1024  # DeepL's limit
 MAX_GLOSSARIES = 100  # per owner (one API key, or the whole deployment without keys)
 PREFIX = "glossaries/"
-SHARED_OWNER = "shared"
 FORMAT_VERSION = 1
 JSON_CONTENT_TYPE = "application/json"
 
@@ -296,9 +295,7 @@ class GlossaryStore:
 
     def owner_of(self, key: str | None) -> str:
         """Whose glossaries a caller presenting ``key`` sees: everyone's without keys, else the key's own."""
-        if not self.keys_required:
-            return SHARED_OWNER
-        return hashlib.sha256((key or "").encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return owner_of(key, self.keys_required)
 
     # --- the operations -----------------------------------------------------------------------------------
     def create(

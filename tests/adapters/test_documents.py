@@ -459,6 +459,8 @@ def test_a_corrupt_document_on_lambda_ends_in_error_without_a_retry_or_output(aw
     assert pump.errors == []
     assert not status.ok and "timing line" in str(status.error_message)
     assert _s3_keys(s3_client, output, f"translated/_documents/{handle.document_id}") == []
+    # the source was deleted from the input bucket as the error was recorded, not kept for the retention
+    assert _s3_keys(s3_client, upload, f"_documents/{handle.document_id}/") == []
     with pytest.raises(deepl.DeepLException) as download:
         client.translate_document_download(handle)
     assert download.value.http_status_code == 404

@@ -23,6 +23,8 @@ client sends them, a form body):
                         (translating), ``billed_characters`` (done) or ``error_message`` (error)
 ``POST /v2/document/{document_id}/result``  ``document_key`` → the translated file (Content-Type of its format),
                         once: it is deleted when downloaded, and a second download is 404; 503 before it is done
+With API keys configured a document belongs to the key that uploaded it, as a glossary does: another key gets 404
+for its status and its download, exactly as for an unknown document, whatever ``document_key`` it sends.
 
 ``detected_source_language`` is told from each text (``detected_language``): ``EN`` for a text already in English,
 which passes through untranslated as DeepL answers a text already in its target language, else ``ZH``; with
@@ -58,9 +60,9 @@ Authentication is DeepL's ``Authorization: DeepL-Auth-Key KEY`` header (or the l
 this server's ``X-API-Key`` / ``Authorization: Bearer``; precedence in ``handler.api.keys``); with keys configured
 (``TRANSLATE_API_KEYS``, ``TRANSLATE_API_KEYS_FILE``) the key must be one of them, otherwise any key passes.
 Errors are DeepL's ``{"message": "..."}`` with 400 (bad request, unsupported language or file type), 403
-(authorization, a wrong ``document_key``), 404 (no such route, unknown or downloaded document, unknown glossary),
-405, 413 (request or file too large), 415, 429 (too many documents queued), 500 and 503 (the model is unavailable or
-out of time, a document not ready; DeepL's clients retry 5xx and 429).
+(authorization, a wrong ``document_key``), 404 (no such route, unknown, downloaded or another key's document, unknown
+or another key's glossary), 405, 413 (request or file too large), 415, 429 (too many documents queued), 500 and 503
+(the model is unavailable or out of time, a document not ready; DeepL's clients retry 5xx and 429).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ from handler.formats import suffix_of
 from handler.options import TranslateOptions
 from handler.storage.documents import Documents, DocumentStatus, DocumentUpload, documents_for
 from handler.storage.glossaries import SOURCE_LANG, TARGET_LANG, GlossaryStore
+from handler.storage.owners import owner_of
 from handler.storage.state import local_state
 from handler.text.glossary import Glossary
 from handler.text.markup import TAGGED_FORMATS, TagRules, translate_tagged
@@ -229,7 +232,7 @@ class DeepLApi:
             if path == "/v2/document":
                 return json_response(200, self._upload(fields, files, key))
             if document is not None:
-                return self._document(document["id"], fields, bool(document["result"]))
+                return self._document(document["id"], fields, bool(document["result"]), key)
             if route.startswith("/v3/glossaries"):
                 return self._glossary_v3_route(route, glossary_id, request, fields, key)
             if route.startswith("/v2/glossar"):
@@ -288,17 +291,23 @@ class DeepLApi:
         self.startup.require_service()
         encoding = (fields.text("encoding") or "").strip() or None  # this server's extension: DeepL has no such field
         handle = self.documents.create(
-            DocumentUpload(name, uploaded.data, options, target, formality or None, encoding=encoding)
+            DocumentUpload(
+                name, uploaded.data, options, target, formality or None, encoding=encoding, owner=self._owner(key)
+            )
         )
         return {"document_id": handle.document_id, "document_key": handle.document_key}
 
-    def _document(self, document_id: str, fields: RequestFields, result: bool) -> HttpResponse:
-        key = fields.text("document_key")
-        if not key:
+    def _owner(self, key: str | None) -> str:
+        """Whose documents the caller uploads and sees: its API key's (``handler.storage.owners``), as glossaries."""
+        return owner_of(key, self.keys.required)
+
+    def _document(self, document_id: str, fields: RequestFields, result: bool, key: str | None) -> HttpResponse:
+        document_key = fields.text("document_key")
+        if not document_key:
             raise ApiStatus(400, "Parameter 'document_key' not specified: send the key /v2/document answered")
         if not result:
-            return json_response(200, _status_json(self.documents.status(document_id, key)))
-        translated = self.documents.take_result(document_id, key)
+            return json_response(200, _status_json(self.documents.status(document_id, document_key, self._owner(key))))
+        translated = self.documents.take_result(document_id, document_key, self._owner(key))
         filename = quote(translated.name or "document", safe="")
         headers = {
             "Content-Type": translated.content_type,

@@ -201,7 +201,9 @@ def document_paths(keys_required: bool) -> dict[str, Any]:
                     "200": response("the status", ref("DeepLDocumentStatus")),
                     "400": deepl_error("no document_key"),
                     "403": deepl_error("authorization failure, or not the document's key"),
-                    "404": deepl_error("no such document (never uploaded, expired, or downloaded already)"),
+                    "404": deepl_error(
+                        "no such document of this key (never uploaded, expired, downloaded already, or another key's)"
+                    ),
                     "500": deepl_error("the deployment has nowhere to keep documents, or a bug"),
                 },
             },
@@ -219,7 +221,7 @@ def document_paths(keys_required: bool) -> dict[str, Any]:
                     "200": file_response("the translated document, in the Content-Type of its format"),
                     "400": deepl_error("no document_key"),
                     "403": deepl_error("authorization failure, or not the document's key"),
-                    "404": deepl_error("no such document, downloaded already, or its translation failed"),
+                    "404": deepl_error("no such document of this key, downloaded already, or its translation failed"),
                     "500": deepl_error("the deployment has nowhere to keep documents, or a bug"),
                     "503": deepl_error("not translated yet (DeepL's clients wait and retry)"),
                 },
