@@ -14,10 +14,10 @@ Every event is one JSON object with a ``type``:
 * ``error``, the last when the work failed after the answer began (a deadline, a model error): the usual
   ``{"error": {"code", "message"}}`` with ``"type": "error"``; the message says how far it got.
 
-``application/x-ndjson`` is one object a line; ``text/event-stream`` (asked with ``Accept: text/event-stream``)
-carries the same objects as ``event: <type>`` / ``data: <json>`` frames. Every chunk is flushed by the adapter as it
-comes. What is refused (a bad option, a text over the limit, a missing key) is refused before the answer begins, with
-its usual status, as without ``stream``.
+``application/x-ndjson`` is one object a line; ``text/event-stream`` (when the ``Accept`` header weighs it above
+NDJSON: ``wants_event_stream``) carries the same objects as ``event: <type>`` / ``data: <json>`` frames. Every chunk
+is flushed by the adapter as it comes. What is refused (a bad option, a text over the limit, a missing key) is refused
+before the answer begins, with its usual status, as without ``stream``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from handler.api.accept import preferred
 from handler.api.messages import INTERNAL_ERROR_MESSAGE, status_for
 from handler.api.scores import SCORES_FIELD, segments_json
 from handler.errors import TranslatorError
@@ -39,12 +40,22 @@ logger = logging.getLogger(__name__)
 NDJSON_TYPE = "application/x-ndjson"
 EVENT_STREAM_TYPE = "text/event-stream"
 STREAM_FIELD = "stream"  # true: the answer is streamed
+# what a stream can be sent as, the default first (as sent: UTF-8)
+STREAM_TYPES = (f"{NDJSON_TYPE}; charset=utf-8", f"{EVENT_STREAM_TYPE}; charset=utf-8")
 
 
 def wants_event_stream(accept: str) -> bool:
-    """Whether an ``Accept`` header asks for server-sent events rather than NDJSON."""
-    types = [part.split(";", 1)[0].strip().lower() for part in accept.split(",")]
-    return EVENT_STREAM_TYPE in types and NDJSON_TYPE not in types
+    """Whether an ``Accept`` header prefers server-sent events to NDJSON (``handler.api.accept.preferred``): the
+    one of the higher ``q``, each weighed by the most specific range naming it (``text/*``, ``*/*`` included; ``q=0``
+    is not acceptable); of equal weight, the one named more specifically, then NDJSON. So ``text/event-stream,
+    application/x-ndjson;q=0.5`` gets events, ``text/event-stream, application/x-ndjson`` and ``*/*`` NDJSON.
+
+    When it accepts neither (``Accept: text/html`` alone, or both at ``q=0``) the header is disregarded, as RFC 9110
+    §12.5.1 allows instead of a 406, and the answer is NDJSON, as it always was: the body asked for a stream in so
+    many words (``"stream": true``), the same request without it is answered JSON whatever ``Accept`` says (this API
+    answers no 406 anywhere), and many HTTP libraries send an ``Accept`` their caller never chose
+    (``application/json``): a 406 would fail a request that works today for a header nobody meant."""
+    return preferred(accept, STREAM_TYPES) == STREAM_TYPES[1]
 
 
 def stream_headers(event_stream: bool) -> dict[str, str]:
