@@ -179,8 +179,12 @@ def read_epub(data: bytes, name: str) -> EpubBook:
 
 
 def _xml(package: Package, entry: str, name: str) -> etree._Element:
+    return _part(package, entry, name)[1]
+
+
+def _part(package: Package, entry: str, name: str) -> tuple[bytes, etree._Element]:
     try:
-        return package.xml(entry)
+        return package.part(entry)
     except ValueError as error:
         raise refusal(KIND, name, f"has a part that cannot be read: {error}", XML_HINT) from None
 
@@ -276,8 +280,7 @@ def _check_present(package: Package, entry: str, name: str, named: str) -> None:
 
 def _read_chapter(package: Package, entry: str, name: str) -> Chapter:
     """An XHTML document read: parsed as XML (no entities), decoded, its visible text to translate counted."""
-    raw = package.read(entry)
-    root = _xml(package, entry, name)
+    raw, root = _part(package, entry, name)
     declared = (root.getroottree().docinfo.encoding or "UTF-8").lower().replace("_", "-")
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         codec = "utf-16"

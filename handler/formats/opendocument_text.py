@@ -57,7 +57,6 @@ from handler.formats.packages import (
     Package,
     has_declaration,
     open_package,
-    parse_xml,
     refusal,
 )
 from handler.formats.runs import RunsPackage, XmlPart, count_elements
@@ -453,9 +452,8 @@ def read_odt_file(data: bytes, *, name: str = "the file") -> RunsPackage:
             if entry == "content.xml":
                 raise _refuse(name, "has no content.xml (the document's text)")
             continue
-        raw = package.read(entry)
         try:
-            root = parse_xml(raw, entry)
+            raw, root = package.part(entry)
         except ValueError as error:
             raise _refuse(name, f"has a damaged part: {error}") from None
         if entry == "content.xml" and root.find(f"{{{OFFICE}}}body/{{{OFFICE}}}text") is None:

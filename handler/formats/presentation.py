@@ -47,7 +47,6 @@ from handler.formats.packages import (
     content_types,
     has_declaration,
     open_package,
-    parse_xml,
     refusal,
 )
 from handler.formats.runs import RunDialect, RunsPackage, XmlPart, count_elements, read_paragraph
@@ -119,9 +118,8 @@ class _Archive:
     def part(self, entry: str) -> tuple[bytes, etree._Element]:
         """``entry``'s bytes and parsed root; a refusal when it is not well-formed or declares entities."""
         if entry not in self._parsed:
-            raw = self._package.read(entry)
             try:
-                self._parsed[entry] = (raw, parse_xml(raw, entry))
+                self._parsed[entry] = self._package.part(entry)
             except ValueError as error:
                 raise _refuse(self.name, f"has a damaged part: {error}") from None
         return self._parsed[entry]

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator
 from lxml import etree
 
 from handler.errors import InvalidRequestError
-from handler.formats.packages import has_declaration, open_package, parse_xml, refusal
+from handler.formats.packages import Package, content_types, has_declaration, open_package, refusal
 from handler.formats.runs import FieldState, RunDialect, RunsPackage, XmlPart, count_elements, read_paragraph
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -99,16 +99,15 @@ def _refuse(name: str, reason: str) -> InvalidRequestError:
 
 def read_word_file(data: bytes, *, name: str = "the file") -> RunsPackage:
     """``data`` read for translation; ``InvalidRequestError`` ("not a Word .docx document: ...") if it is not one
-    (the limits of ``handler.formats.packages``: unpacked size, entries, no entities)."""
+    (the limits of ``handler.formats.packages``: unpacked size, entries, no entities, what its XML may cost)."""
     package = open_package(data, name, "Word .docx document", _HINT)
-    kinds = _text_part_entries(package.data, name)
+    kinds = _text_part_entries(package, name)
     parts: list[XmlPart] = []
     for entry, kind in kinds:
         if entry not in package.names:
             raise _refuse(name, f"names a part {entry} that is not in the archive")
-        raw = package.read(entry)
         try:
-            root = parse_xml(raw, entry)
+            raw, root = package.part(entry)
         except ValueError as error:
             raise _refuse(name, f"has a damaged part: {error}") from None
         parts.append(XmlPart(entry, root, has_declaration(raw), kind=kind))
@@ -127,13 +126,15 @@ def _natural(entry: str) -> tuple[str, int]:
     return (entry[: match.start()] if match else entry, int(match.group(1)) if match else 0)
 
 
-def _text_part_entries(data: bytes, name: str) -> list[tuple[str, str]]:
-    """``(zip entry, kind)`` of every part whose paragraphs are translated, by ``python-docx``'s package reader."""
+def _text_part_entries(package: Package, name: str) -> list[tuple[str, str]]:
+    """``(zip entry, kind)`` of every part whose paragraphs are translated, by ``python-docx``'s package reader, which
+    parses the XML parts it models whole with its own parser: they are counted first (``Package.measure``)."""
     import docx  # python-docx
     from docx.opc.constants import CONTENT_TYPE
 
+    package.measure(_parsed_by_python_docx(package))
     try:
-        document = docx.Document(io.BytesIO(data))
+        document = docx.Document(io.BytesIO(package.data))
     except ValueError as error:  # python-docx: "file ... is not a Word file, content type is ..."
         raise _refuse(name, f"is another kind of Office file ({error})") from None
     except Exception as error:
@@ -147,6 +148,22 @@ def _text_part_entries(data: bytes, name: str) -> list[tuple[str, str]]:
         if kind is not None:
             found.append((str(part.partname).lstrip("/"), kind))
     return found
+
+
+def _parsed_by_python_docx(package: Package) -> list[str]:
+    """The entries python-docx parses on opening a package: ``[Content_Types].xml``, the relationships, and the parts
+    of the content types it reads into a tree (its ``PartFactory``'s ``XmlPart`` classes); none when the package has no
+    readable ``[Content_Types].xml`` (python-docx refuses it then, before it parses any other)."""
+    from docx.opc.part import PartFactory, XmlPart
+
+    try:
+        types = content_types(package)
+    except ValueError:
+        return []
+    parsed = {kind for kind, part in PartFactory.part_type_for.items() if issubclass(part, XmlPart)}
+    return ["[Content_Types].xml"] + [
+        entry for entry in package.names if entry.endswith(".rels") or types.get(entry) in parsed
+    ]
 
 
 def iter_text_entries(data: bytes) -> Iterator[tuple[str, str, etree._Element]]:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from lxml import etree
 
 from handler.errors import InvalidRequestError
-from handler.formats.packages import Package, content_types, has_declaration, open_package, parse_xml, refusal
+from handler.formats.packages import Package, content_types, has_declaration, open_package, refusal
 from handler.formats.runs import RunDialect, RunsPackage, Unit, XmlPart, read_paragraph
 from handler.text.segmentation import LINE_BREAKS
 from handler.text.spans import MARKUP_LIMIT, MARKUP_OPEN, MARKUP_STANDALONE, has_chinese
@@ -200,9 +200,8 @@ class _Reader:
         return sorted((entry for entry, kind in self.types.items() if kind == content_type), key=_natural)
 
     def part(self, entry: str, kind: str) -> XmlPart:
-        raw = self.package.read(entry)
         try:
-            root = parse_xml(raw, entry)
+            raw, root = self.package.part(entry)
         except ValueError as error:
             raise _refuse(self.name, f"has a damaged part: {error}") from None
         return XmlPart(entry, root, has_declaration(raw), kind=kind)

@@ -2,8 +2,9 @@
 inline codes kept in place, everything else kept; the exchange files CAT tools and build pipelines export.
 
 The file is parsed as data (``handler.formats.packages.parse_xml``: no DTD, no entity, no network; entity
-declarations and references are refused) and must have an ``xliff`` root in the XLIFF 1.2 namespace (version 1.2)
-or the 2.0 namespace (versions 2.0, 2.1, 2.2, which share it); anything else is an ``InvalidRequestError`` saying
+declarations and references are refused) once its elements and attributes are counted within what a file's XML may
+cost (``handler.formats.packages.XML_BUDGET``), and must have an ``xliff`` root in the XLIFF 1.2 namespace (version
+1.2) or the 2.0 namespace (versions 2.0, 2.1, 2.2, which share it); anything else is an ``InvalidRequestError`` saying
 "not a file in XLIFF 1.2 or 2.x: ...".
 
 **What is translated** (one line for the model each): in 1.2, every ``<trans-unit>``'s ``<source>`` (its
@@ -475,12 +476,16 @@ def _version(root: etree._Element, name: str) -> tuple[str, str]:
 
 def read_xliff_file(data: bytes, *, name: str = "the file") -> XliffFile:
     """``data`` read for translation; ``InvalidRequestError`` ("not a file in XLIFF 1.2 or 2.x: ...") if it is not
-    one, declares or references entities, is another XLIFF version, or asks for another target language."""
-    from handler.formats.packages import parse_xml, refusal
+    one, declares or references entities, is another XLIFF version, or asks for another target language;
+    ``XmlTooLargeError`` when it is over what a file's XML may cost (``handler.formats.packages.XML_BUDGET``),
+    before it is parsed."""
+    from handler.formats.packages import XmlMeter, parse_xml, refusal
 
     if not isinstance(data, bytes | bytearray):
         raise InvalidRequestError(f"{name}: an XLIFF file is bytes; got {type(data).__name__}")
     data = bytes(data)
+    for _counted in XmlMeter(name, _KIND).counted(None, len(data), [data]):
+        pass  # the whole file is one part, already in memory: counted at once
     try:
         root = parse_xml(data, "it")
     except ValueError as error:
