@@ -1,32 +1,39 @@
 """The pieces every part of the OpenAPI description is built from (``handler.api.openapi`` assembles them; the
 drop-in APIs' parts live beside those APIs, ``handler.api.compat.*_openapi``): references, answers with the
-request-id header, HEAD and preflight operations, security requirements and the form-body variant of a JSON schema.
+request-id header, HEAD and preflight operations, security requirements, and each API's ``paths`` written from its
+route table (``describe_table``: every route's operation, its parameters and request body from the route's shape,
+HEAD beside GET, a preflight for every path).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from handler.options import TEXT_END
-from handler.text.spans import MARKUP_LIMIT, MARKUP_OPEN
+from handler.api.routes import Route, RouteTable, with_parameters
+from handler.api.shapes import (
+    FORM_MEDIA,
+    JSON_MEDIA,
+    MULTIPART_MEDIA,
+    NO_RESERVED_PATTERN,
+    file_encoding,
+    params_of,
+    query_parameters,
+    shape_schema,
+)
+from handler.config import RuntimeConfig
 
-JSON = "application/json"
-FORM = "application/x-www-form-urlencoded"
-MULTIPART = "multipart/form-data"
+JSON = JSON_MEDIA
+FORM = FORM_MEDIA
+MULTIPART = MULTIPART_MEDIA
 # a file served in the Content-Type of its format (handler.storage.files)
 FILE_MEDIA = {"*/*": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}
 # the private-use characters handler.text.markup cuts html and markdown with: a text of those formats may not hold them
-NO_MARKUP_PATTERN = f"^[^{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]*{TEXT_END}"
+NO_MARKUP_PATTERN = NO_RESERVED_PATTERN
 REQUEST_ID_HEADER = {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}}
 
 
 def ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
-
-
-def nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` or ``null`` (null means the default)."""
-    return {"anyOf": [schema, {"type": "null"}]}
 
 
 def response(
@@ -56,17 +63,6 @@ def head_of(get: dict[str, Any], operation_id: str) -> dict[str, Any]:
     return {**kept, "operationId": operation_id, "responses": responses}
 
 
-def post_of(get: dict[str, Any], operation_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    """POST answered like GET, its query parameters (but ``type``) in a body."""
-    parameters = [p for p in get.get("parameters", []) if p["name"] != "type"]
-    post = {**get, "operationId": operation_id, "requestBody": body}
-    if parameters:
-        post["parameters"] = parameters
-    else:
-        post.pop("parameters", None)
-    return post
-
-
 def preflight(operation_id: str, tag: str, parameter: dict[str, Any] | None = None) -> dict[str, Any]:
     """A CORS preflight; on a path with a parameter it answers any value of it."""
     operation: dict[str, Any] = {
@@ -91,31 +87,82 @@ def security(required: bool, *schemes: str) -> list[dict[str, list[str]]]:
     return chosen if required else [{}, *chosen]
 
 
-def path_parameter(name: str, pattern: str, description: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string", "pattern": pattern},
-        "description": description,
-    }
+# --- an API's paths from its route table ----------------------------------------------------------------------------
+def describe_table(
+    table: RouteTable, config: RuntimeConfig, keys_required: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The OpenAPI ``paths`` of ``table``'s described routes and the request schemas they refer to (each shape's
+    JSON and form variants, by the shape's name)."""
+    paths: dict[str, Any] = {}
+    schemas: dict[str, Any] = {}
+    for route in table.routes:
+        if not route.described:  # described by another table's route: its shape's schemas are still the document's
+            if route.shape is not None:
+                request_body(route.shape, route.body, config, schemas)
+            continue
+        item = paths.setdefault(route.path, {})
+        operation = _operation(route, table, config, keys_required, schemas)
+        item[route.method.lower()] = operation
+        if route.method == "GET" and table.head:
+            item["head"] = head_of(operation, route.operation_id + "Head")
+    for template, item in paths.items():
+        if table.preflight and "options" not in item:
+            first = next(iter(item.values()))["operationId"]
+            item["options"] = _preflight(first + "Preflight", template, table)
+    return paths, schemas
 
 
-def form_variant(schema: Any) -> Any:
-    """A JSON body's schema as a form body's: a form has no null, and an empty list is no field at all."""
-    if isinstance(schema, list):
-        return [form_variant(item) for item in schema if item != {"type": "null"} and item is not None]
-    if not isinstance(schema, dict):
-        return schema
-    form = {key: form_variant(value) for key, value in schema.items()}
-    if isinstance(form.get("type"), list):
-        kinds = [kind for kind in form["type"] if kind != "null"]
-        form["type"] = kinds[0] if len(kinds) == 1 else kinds
-    if form.get("type") == "array":
-        form.setdefault("minItems", 1)
-    return form
+def _operation(
+    route: Route, table: RouteTable, config: RuntimeConfig, keys_required: bool, schemas: dict[str, Any]
+) -> dict[str, Any]:
+    operation: dict[str, Any] = {"operationId": route.operation_id, "tags": [table.tag], "summary": route.summary}
+    if route.description is not None:
+        operation["description"] = route.description(config)
+    if route.auth and table.schemes:
+        operation["security"] = security(keys_required, *table.schemes)
+    parameters = [parameter.schema() for parameter in with_parameters(route.path, table)]
+    if route.shape is not None and not route.body:
+        parameters += query_parameters(route.shape, config)
+    if parameters:
+        operation["parameters"] = parameters
+    if route.request_body is not None:
+        operation["requestBody"] = route.request_body(config)
+    elif route.shape is not None and route.body:
+        operation["requestBody"] = request_body(route.shape, route.body, config, schemas)
+    operation["responses"] = dict(route.responses)
+    return operation
 
 
-def with_form_variants(schemas: dict[str, Any], *names: str) -> dict[str, Any]:
-    """``schemas`` plus ``<name>Form``, the form-body variant, of each of ``names``."""
-    return {**schemas, **{name + "Form": form_variant(schemas[name]) for name in names}}
+def request_body(shape: type, media: tuple[str, ...], config: RuntimeConfig, schemas: dict[str, Any]) -> dict[str, Any]:
+    """The request body of ``shape`` in each of ``media``: its JSON schema, its form variant for a form-encoded or
+    multipart body (a multipart one with each file part's ``encoding``); the schemas go to ``schemas`` by name."""
+    name = shape.__name__
+    content: dict[str, Any] = {}
+    for each in media:
+        form = each != JSON
+        key = name + ("Form" if form else "")
+        schemas.setdefault(key, shape_schema(shape, config, form))
+        content[each] = {"schema": ref(key)}
+        if each == MULTIPART and file_encoding(shape):
+            content[each]["encoding"] = file_encoding(shape)
+    required = any(kind.required for kind in params_of(shape).values())
+    return {"required": required, "content": content}
+
+
+def _preflight(operation_id: str, template: str, table: RouteTable) -> dict[str, Any]:
+    """A path's preflight: any value of a parameter the route answers whatever it is; a parameter the router
+    matches by its pattern keeps it, and another value is no route (404)."""
+    parameters = with_parameters(template, table)
+    answer = preflight(operation_id, table.tag)
+    strict = [parameter for parameter in parameters if parameter.matches is None]
+    if parameters:
+        answer["parameters"] = [
+            parameter.schema() if parameter.matches is None else {**parameter.schema(), "schema": {"type": "string"}}
+            for parameter in parameters
+        ]
+    if strict:
+        answer["responses"]["404"] = response(
+            f"the path names no {strict[0].name.replace('_', ' ')} (it does not match its pattern)",
+            ref(table.error_schema),
+        )
+    return answer

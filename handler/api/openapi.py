@@ -16,12 +16,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from handler.api.compat.deepl_openapi import deepl_glossary_paths, deepl_paths, deepl_schemas, document_paths
-from handler.api.compat.libretranslate_openapi import libretranslate_paths, libretranslate_schemas
-from handler.api.describe import FORM, JSON, NO_MARKUP_PATTERN, head_of, preflight, ref, response, security
+from handler.api.compat.deepl_openapi import deepl_schemas
+from handler.api.compat.deepl_routes import DEEPL_ROUTES
+from handler.api.compat.libretranslate_openapi import libretranslate_schemas
+from handler.api.compat.libretranslate_routes import LIBRETRANSLATE_ROUTES
+from handler.api.describe import (
+    FORM,
+    JSON,
+    NO_MARKUP_PATTERN,
+    describe_table,
+    head_of,
+    preflight,
+    ref,
+    response,
+    security,
+)
 from handler.api.flags import FLAGS
 from handler.api.messages import error_codes
 from handler.api.scores import SCORED_SEGMENT_SCHEMA
+from handler.api.shapes import IGNORED_VALUE, IGNORED_VALUE_SCHEMA
 from handler.config import RuntimeConfig
 from handler.options import TranslateOptions
 from handler.text.markup import FORMATS
@@ -53,14 +66,21 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
     when a route the code answers is missing here, or the other way round."""
     config = config if config is not None else RuntimeConfig()
     keys_required = bool(config.api_keys)
+    libretranslate_paths, libretranslate_requests = describe_table(LIBRETRANSLATE_ROUTES, config, keys_required)
+    deepl_paths, deepl_requests = describe_table(DEEPL_ROUTES, config, keys_required)
     paths: dict[str, Any] = {
         **own_api_paths(config, keys_required),
-        **libretranslate_paths(),
-        **deepl_paths(keys_required),
-        **document_paths(keys_required),
-        **deepl_glossary_paths(keys_required),
+        **libretranslate_paths,
+        **deepl_paths,
     }
-    schemas = {**own_schemas(config), **libretranslate_schemas(config), **deepl_schemas()}
+    schemas = {
+        **own_schemas(config),
+        **libretranslate_requests,
+        **libretranslate_schemas(),
+        **deepl_requests,
+        **deepl_schemas(),
+        IGNORED_VALUE: IGNORED_VALUE_SCHEMA,
+    }
     return {
         "openapi": "3.1.0",
         "info": {

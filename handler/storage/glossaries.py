@@ -67,6 +67,12 @@ JSON_CONTENT_TYPE = "application/json"
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _LINES = re.compile(r"\r\n|\n|\r")
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# what _tsv_rows takes, as a JSON Schema pattern (the request shapes state it: handler.api.compat.deepl_shapes): some
+# line is not blank, and every line that is not blank (Python's white space only) holds exactly one tab. The other
+# rules (a term holds Chinese, no term repeated, the limits) are checked by parse_entries alone, naming the entry.
+_WHITE = "\t\x0b\x0c\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_TSV_LINE = f"(?:[{_WHITE}]*|[^\t\r\n]*\t[^\t\r\n]*)"
+TSV_ENTRIES_PATTERN = f"^\ufeff?(?=[\\s\\S]*[^{_WHITE}\r\n])(?:{_TSV_LINE}(?:\r\n|\n|\r))*{_TSV_LINE}(?![\\s\\S])"
 
 
 @dataclass(frozen=True)

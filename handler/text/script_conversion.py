@@ -64,6 +64,7 @@ _ALIASES = {
     "zh-hant-hk": HONG_KONG,
     "auto": AUTO,
 }
+SPELLINGS = tuple(_ALIASES)  # every spelling canonical_variant reads (in any case, white space around)
 # CJK Unified Ideographs, Extension A, Compatibility Ideographs, Extensions B-F and the supplement
 HAN_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
 # {"opencc": version, "traditional_only": characters, "simplified_only": characters} (build/han_forms.py)

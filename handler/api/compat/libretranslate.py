@@ -2,7 +2,9 @@
 LibreTranslate >= 1.7.2 answers it (checked against 1.9.6's libretranslate/app.py and its tests; docs/compatibility.md
 lists each route's differences).
 
-Routes (JSON, form-encoded or multipart/form-data bodies, GET parameters in the query string):
+Routes (``handler.api.compat.libretranslate_routes``, each request's shape declared once in
+``handler.api.compat.libretranslate_shapes``, from which both the reading and the OpenAPI schema come; JSON,
+form-encoded or multipart/form-data bodies, GET parameters in the query string):
 
 ``POST /translate``         ``q`` (a string or a list), ``source`` ("zh-Hans", "zh-Hant", "zh", "zt", "auto", ...),
                             ``target`` ("en"), ``format`` ("text" or "html"), ``api_key``, ``alternatives``
@@ -36,6 +38,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -52,20 +55,24 @@ from handler.api.compat.fields import (
     key_is_valid,
     read_fields,
 )
+from handler.api.compat.libretranslate_routes import DOWNLOAD_PREFIX, LIBRETRANSLATE_ROUTES, ROUTES
+from handler.api.compat.libretranslate_shapes import TARGET
 from handler.api.keys import ApiKeys, presented_key
 from handler.api.messages import ErrorShape, read_json, status_for
+from handler.api.shapes import read_shape, takes_files
 from handler.coldstart import Startup
-from handler.config import ENV_API_KEYS, ENV_MAX_CHARS, ENV_MAX_TEXTS
+from handler.config import ENV_API_KEYS
 from handler.errors import DeadlineExceededError, InvalidRequestError, TranslatorError
-from handler.formats import FILE_SUFFIXES, content_type_for, suffix_of, translate_file
-from handler.options import MAX_ALTERNATIVES, TranslateOptions
+from handler.formats import FILE_SUFFIXES, content_type_for, translate_file
+from handler.options import TranslateOptions
 from handler.storage.state import StateLocation, local_state
 from handler.storage.translated_files import TranslatedFiles, valid_download_name
 from handler.text.script_conversion import HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL, canonical_variant
 
+__all__ = ["LANGUAGES", "MAX_BODY_BYTES", "ROUTES", "LibreTranslateApi"]
+
 logger = logging.getLogger(__name__)
 
-TARGET = "en"
 # the codes LibreTranslate >= 1.7.2 answers (libretranslate/language.py ``model2iso``: zh -> zh-Hans, zt -> zh-Hant);
 # as a source, the classic zh / zt and every spelling of handler.options are accepted too (``iso2model``)
 SIMPLIFIED_CODE = "zh-Hans"
@@ -82,23 +89,20 @@ _CODE_BY_VARIANT = {
     HONG_KONG: TRADITIONAL_CODE,
 }
 SUGGESTIONS_DISABLED = "Suggestions are disabled on this server."  # LibreTranslate's words (app.py, /suggest)
-_FORMATS = {"text": "text", "html": "html"}
 # a form body naming one of these (and neither text nor texts) is LibreTranslate's POST /translate
 _FORM_FIELDS = ("q", "q[]", "source", "target", "format", "alternatives", "api_key")
 MAX_BODY_BYTES = 10 * 1024 * 1024
 
-ROUTES: dict[str, tuple[str, ...]] = {
-    "/translate": ("POST",),
-    "/detect": ("POST",),
-    "/languages": ("GET",),  # POST: 405, as LibreTranslate (its test_api_get_languages.py)
-    "/frontend/settings": ("GET",),
-    "/translate_file": ("POST",),
-    "/download_file/{filename}": ("GET",),  # {filename}: what translatedFileUrl names (DOWNLOAD_PREFIX)
-    "/health": ("GET",),
-    "/spec": ("GET",),
-    "/suggest": ("POST",),
-}
-DOWNLOAD_PREFIX = "/download_file/"
+
+@dataclass(frozen=True)
+class Call:
+    """One request to one of LibreTranslate's routes: its fields, their reading by the route's shape (None without
+    one) and the path's parameters."""
+
+    request: HttpRequest
+    fields: RequestFields | None
+    values: Any
+    parameters: dict[str, str]
 
 
 class LibreTranslateApi:
@@ -112,14 +116,12 @@ class LibreTranslateApi:
         self._openapi: dict[str, Any] | None = None
 
     def route_of(self, path: str) -> str | None:
-        return path if path in ROUTES else None
+        return LIBRETRANSLATE_ROUTES.match(path)[0]
 
     def claims(self, path: str, request: HttpRequest) -> bool:
         """LibreTranslate's routes; ``POST /translate`` only with a ``q`` field or a non-JSON body."""
-        if path.startswith(DOWNLOAD_PREFIX):
-            return True
         if path != "/translate":
-            return path in ROUTES
+            return self.route_of(path) is not None
         if request.method != "POST":
             return False
         content_type = request.headers.get("content-type", "").lower()
@@ -159,35 +161,31 @@ class LibreTranslateApi:
         return json_response(status, {"error": str(error)})
 
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
+        """The answer of the route ``LIBRETRANSLATE_ROUTES`` finds for ``request``: the key checked where the route
+        takes one, its fields read by the route's shape; 404 and 405 from the table; errors in ``{"error": ...}``."""
         try:
-            allowed = ("GET",) if path.startswith(DOWNLOAD_PREFIX) else ROUTES[path]
-            if path.startswith(DOWNLOAD_PREFIX) and request.method == "OPTIONS":  # a CORS preflight, for any name
-                return HttpResponse(204, {"Allow": "GET, OPTIONS"}, b"")
-            if request.method not in allowed and not (request.method == "HEAD" and "GET" in allowed):
-                return json_response(
-                    405, {"error": f"{path} answers {' and '.join(allowed)}"}, {"Allow": ", ".join(allowed)}
-                )
-            if path.startswith(DOWNLOAD_PREFIX):
-                return self._download(path[len(DOWNLOAD_PREFIX) :])
-            if path == "/health":  # what LibreTranslate's healthcheck.py asks; unhealthy (500) without a model
-                self.startup.require_service()
-                return json_response(200, {"status": "ok"})
-            if path == "/spec":
-                return json_response(200, self._spec())
-            if path == "/suggest":  # LibreTranslate without --suggestions: 403 before reading anything, key or not
-                raise ApiStatus(403, SUGGESTIONS_DISABLED)
-            files: dict[str, UploadedFile] = {}
-            fields = read_fields(request, MAX_BODY_BYTES, files if path == "/translate_file" else None)
-            if path == "/languages":
-                return json_response(200, list(LANGUAGES))
-            if path == "/frontend/settings":
-                return json_response(200, self._settings())
-            self._check_key(request, fields)
-            if path == "/detect":
-                return json_response(200, self._detect(fields))
-            if path == "/translate_file":
-                return json_response(200, self._translate_file(request, fields, files))
-            return json_response(200, self._translate(fields))
+            found = LIBRETRANSLATE_ROUTES.find(request.method, path)
+            if found.template is None:
+                raise ApiStatus(404, f"{path} is not a LibreTranslate route this server answers")
+            allowed = ROUTES[found.template]
+            if request.method == "OPTIONS":  # a CORS preflight, for any of the route's paths
+                return HttpResponse(204, {"Allow": ", ".join((*allowed, "OPTIONS"))}, b"")
+            if found.route is None:
+                message = {"error": f"{found.template} answers {' and '.join(allowed)}"}
+                return json_response(405, message, {"Allow": ", ".join(allowed)})
+            route = found.route
+            fields, values = None, None
+            if route.reads:
+                files: dict[str, UploadedFile] = {}
+                fields = read_fields(request, MAX_BODY_BYTES, files if takes_files(route.shape) else None)
+                if route.auth:
+                    self._check_key(request, fields)
+                if route.shape is not None:
+                    values = read_shape(route.shape, fields, self.startup.config, files)
+            answer: HttpResponse = getattr(self, "_" + route.handler)(
+                Call(request, fields, values, dict(found.parameters))
+            )
+            return answer
         except ApiStatus as error:
             return json_response(error.status, {"error": str(error)})
         except TranslatorError as error:
@@ -197,29 +195,42 @@ class LibreTranslateApi:
             return json_response(500, {"error": "internal error while translating; the function's log has the details"})
 
     # --- routes ---------------------------------------------------------------------------------------------
-    def _spec(self) -> dict[str, Any]:
+    def _health(self, call: Call) -> HttpResponse:
+        self.startup.require_service()  # what LibreTranslate's healthcheck.py asks; unhealthy (500) without a model
+        return json_response(200, {"status": "ok"})
+
+    def _suggest(self, call: Call) -> HttpResponse:
+        raise ApiStatus(403, SUGGESTIONS_DISABLED)  # LibreTranslate without --suggestions: before reading anything
+
+    def _languages(self, call: Call) -> HttpResponse:
+        return json_response(200, list(LANGUAGES))
+
+    def _spec(self, call: Call) -> HttpResponse:
         """The OpenAPI document of this server (``/openapi.json``'s), built on first use."""
         if self._openapi is None:
             # imported here: handler.api.openapi describes the drop-in APIs, so it imports their package
             from handler.api.openapi import build_document
 
             self._openapi = build_document(self.startup.config)
-        return self._openapi
+        return json_response(200, self._openapi)
 
-    def _settings(self) -> dict[str, Any]:
-        return {
-            "charLimit": self.startup.config.max_chars,
-            "frontendTimeout": 500,
-            "apiKeys": self.keys.required,
-            "keyRequired": self.keys.required,
-            "suggestions": False,
-            "filesTranslation": True,
-            "supportedFilesFormat": list(FILE_SUFFIXES),
-            "language": {
-                "source": {"code": "zh", "name": "Chinese"},
-                "target": {"code": TARGET, "name": "English"},
+    def _settings(self, call: Call) -> HttpResponse:
+        return json_response(
+            200,
+            {
+                "charLimit": self.startup.config.max_chars,
+                "frontendTimeout": 500,
+                "apiKeys": self.keys.required,
+                "keyRequired": self.keys.required,
+                "suggestions": False,
+                "filesTranslation": True,
+                "supportedFilesFormat": list(FILE_SUFFIXES),
+                "language": {
+                    "source": {"code": "zh", "name": "Chinese"},
+                    "target": {"code": TARGET, "name": "English"},
+                },
             },
-        }
+        )
 
     def _check_key(self, request: HttpRequest, fields: RequestFields) -> None:
         """LibreTranslate's answers (app.py ``access_check``): a wrong key 403, no key where one is needed 400."""
@@ -235,9 +246,9 @@ class LibreTranslateApi:
             "ask the server's operator for one"
         )
 
-    def _detect(self, fields: RequestFields) -> list[dict[str, Any]]:
-        texts, _ = _queries(fields)
-        return [self._detection("\n".join(texts))]
+    def _detect(self, call: Call) -> HttpResponse:
+        texts = [call.values.q] if isinstance(call.values.q, str) else call.values.q
+        return json_response(200, [self._detection("\n".join(texts))])
 
     def _detection(self, sample: str) -> dict[str, Any]:
         """The language of ``sample``: its Chinese variant with the share of its letters that are Han characters,
@@ -250,22 +261,10 @@ class LibreTranslateApi:
         code = _CODE_BY_VARIANT.get(found.variant, SIMPLIFIED_CODE)
         return {"language": code, "confidence": min(100.0, confidence)}
 
-    def _translate_file(
-        self, request: HttpRequest, fields: RequestFields, files: dict[str, UploadedFile]
-    ) -> dict[str, Any]:
-        uploaded = files.get("file")
-        if uploaded is None:
-            raise ApiStatus(400, "Invalid request: missing file parameter (a multipart/form-data file field 'file')")
-        _require(fields, "source")
-        _require(fields, "target")
-        variant = _languages(fields)
+    def _translate_file(self, call: Call) -> HttpResponse:
+        request = call.values
+        uploaded: UploadedFile = request.file
         name = uploaded.filename.replace("\\", "/").rsplit("/", 1)[-1].strip()
-        if suffix_of(name) not in FILE_SUFFIXES:
-            raise ApiStatus(
-                400,
-                f"Invalid request: file format not supported: {name!r}; this server translates "
-                f"{', '.join(FILE_SUFFIXES)} files",
-            )
         config = self.startup.config
         if len(uploaded.data) > config.max_file_bytes:
             raise ApiStatus(
@@ -275,14 +274,14 @@ class LibreTranslateApi:
             )
         service = self.startup.require_service()
         deadline = time.monotonic() + config.event_timeout_s - config.deadline_margin_s
-        encoding = (fields.text("encoding") or "").strip() or None  # this server's extension, as on /v2/document
-        translated = translate_file(
-            uploaded.data, name, service, TranslateOptions(source=variant), deadline=deadline, encoding=encoding
-        )
+        encoding = (request.encoding or "").strip() or None  # this server's extension, as on /v2/document
+        options = TranslateOptions(source=canonical_variant(request.source))
+        translated = translate_file(uploaded.data, name, service, options, deadline=deadline, encoding=encoding)
         download_name = self.files.put(name, translated.data)
-        return {"translatedFileUrl": f"{_base_url(request)}{DOWNLOAD_PREFIX}{download_name}"}
+        return json_response(200, {"translatedFileUrl": f"{_base_url(call.request)}{DOWNLOAD_PREFIX}{download_name}"})
 
-    def _download(self, download_name: str) -> HttpResponse:
+    def _download(self, call: Call) -> HttpResponse:
+        download_name = call.parameters["filename"]
         if not valid_download_name(download_name):
             raise ApiStatus(400, "Invalid filename: a download name is <token>-<file name>, as translatedFileUrl gives")
         kept = self.files.get(download_name)
@@ -297,22 +296,16 @@ class LibreTranslateApi:
         }
         return HttpResponse(200, headers, kept.data)
 
-    def _translate(self, fields: RequestFields) -> dict[str, Any]:
-        """LibreTranslate's checks in its order (app.py ``translate``): q, source, target, alternatives, the batch
-        limit, the character limit of each text, the languages, the format."""
-        texts, is_list = _queries(fields)
-        _require(fields, "source")
-        _require(fields, "target")
-        alternatives = _alternatives(fields)
-        if fields.form:  # LibreTranslate makes a form's line breaks "\n" (RFC 2046's CRLF), then counts and translates
-            texts = ["\n".join(text.splitlines()) for text in texts]
-        self._check_limits(texts, is_list)
-        variant = _languages(fields)
-        text_format = _FORMATS.get((fields.text("format") or "text").lower())
-        if text_format is None:
-            raise ApiStatus(400, f"{fields.text('format')} format is not supported; use text or html")
+    def _translate(self, call: Call) -> HttpResponse:
+        """LibreTranslate's translation, once its shape has read the request in LibreTranslate's order (app.py
+        ``translate``: q, source, target, then their values, the character limit of each text, the batch limit,
+        alternatives, the format)."""
+        request = call.values
+        is_list = not isinstance(request.q, str)
+        texts = list(request.q) if is_list else [request.q]
+        variant = canonical_variant(request.source)
         service = self.startup.require_service()
-        options = TranslateOptions(format=text_format, source=variant)
+        options = TranslateOptions(format=request.format, source=variant)
         translations: list[str] = []
         others: list[list[str]] = []
         config = self.startup.config
@@ -322,8 +315,8 @@ class LibreTranslateApi:
                 raise DeadlineExceededError(
                     f"out of time after {len(translations)} of {len(texts)} texts; send fewer or shorter texts"
                 )
-            if alternatives:
-                found = service.translate_alternatives(group, options, alternatives)
+            if request.alternatives:
+                found = service.translate_alternatives(group, options, request.alternatives)
                 translations += [item.text for item in found]
                 others += [list(item.alternatives) for item in found]
             else:
@@ -332,28 +325,9 @@ class LibreTranslateApi:
         if variant == "auto":  # each text's, as /detect tells it
             detected = [self._detection(text) for text in texts]
             result["detectedLanguage"] = detected if is_list else detected[0]
-        if alternatives:
+        if request.alternatives:
             result["alternatives"] = others if is_list else others[0]
-        return result
-
-    def _check_limits(self, texts: list[str], is_list: bool) -> None:
-        """LibreTranslate's batch limit (TRANSLATE_MAX_TEXTS texts) and character limit: ``charLimit`` is each
-        text's (TRANSLATE_MAX_CHARS)."""
-        config = self.startup.config
-        if is_list and len(texts) > config.max_texts:
-            raise ApiStatus(
-                400,
-                f"Invalid request: request ({len(texts)}) exceeds text limit ({config.max_texts}): at most "
-                f"{config.max_texts} texts a request ({ENV_MAX_TEXTS})",
-            )
-        for text in texts:
-            size = len(text)
-            if size > config.max_chars:
-                raise ApiStatus(
-                    400,
-                    f"Invalid request: request ({size}) exceeds text limit ({config.max_chars}): at most "
-                    f"{config.max_chars} characters a text ({ENV_MAX_CHARS})",
-                )
+        return json_response(200, result)
 
 
 def _base_url(request: HttpRequest) -> str:
@@ -364,40 +338,6 @@ def _base_url(request: HttpRequest) -> str:
     host = headers.get("x-forwarded-host", "").split(",")[0].strip() or headers.get("host", "").strip() or "localhost"
     prefix = headers.get("x-forwarded-prefix", "").split(",")[0].strip().rstrip("/")
     return f"{scheme if scheme in ('http', 'https') else 'http'}://{host}{prefix}"
-
-
-def _languages(fields: RequestFields) -> str:
-    """The source variant of a request translating ``source`` to ``target`` (which must be English); LibreTranslate's
-    words for a language it has no model for, the source checked first (app.py: "%(lang)s is not supported")."""
-    source = (fields.text("source") or "").strip()
-    target = (fields.text("target") or "").strip()
-    try:
-        variant = canonical_variant(source)
-    except InvalidRequestError:
-        raise ApiStatus(400, f"{source} is not supported") from None
-    if target.lower() not in (TARGET, "en-us", "en-gb"):
-        raise ApiStatus(400, f"{target} is not supported")
-    return variant
-
-
-def _require(fields: RequestFields, name: str) -> None:
-    """LibreTranslate's 400 for a parameter absent or empty (app.py: ``if not source_lang: abort(400, ...)``)."""
-    if not fields.text(name):
-        raise ApiStatus(400, f"Invalid request: missing {name} parameter")
-
-
-def _queries(fields: RequestFields) -> tuple[list[str], bool]:
-    """``q`` as a list of texts and whether it was given as a list; absent, "" or [] is LibreTranslate's 400."""
-    value = fields.get("q")
-    if value is None or value == "" or value == []:
-        raise ApiStatus(400, "Invalid request: missing q parameter")
-    if isinstance(value, str):
-        return [value], False
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        if fields.form and "" in value:  # a form's q= is LibreTranslate's missing q, one of several too
-            raise ApiStatus(400, 'Invalid request: missing q parameter (an empty q field; a JSON list may hold "")')
-        return list(value), True
-    raise ApiStatus(400, "Invalid request: q must be a string or a list of strings")
 
 
 def _groups(texts: list[str], max_chars: int) -> list[list[str]]:
@@ -412,18 +352,3 @@ def _groups(texts: list[str], max_chars: int) -> list[list[str]]:
         groups[-1].append(text)
         size += len(text)
     return groups
-
-
-def _alternatives(fields: RequestFields) -> int:
-    raw = fields.get("alternatives")
-    if raw is None or raw == "":
-        return 0
-    if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):  # int(True) 1, int(0.5) 0
-        raise ApiStatus(400, f"Invalid request: alternatives must be an integer; got {raw!r}")
-    try:
-        count = int(raw)
-    except (TypeError, ValueError):
-        raise ApiStatus(400, f"Invalid request: alternatives must be an integer; got {raw!r}") from None
-    if not 0 <= count <= MAX_ALTERNATIVES:  # refused, not clamped: a client asking for more learns the limit
-        raise ApiStatus(400, f"Invalid request: alternatives must be between 0 and {MAX_ALTERNATIVES}")
-    return count

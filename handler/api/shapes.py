@@ -1,0 +1,642 @@
+"""Request shapes, declared once: a route's query, form and body fields are a frozen dataclass whose fields carry
+their rule (``param``, one of the kinds below) and whose class carries the rules across fields (``RULES``). From
+that one declaration come both the reading (``read_shape``: a request's fields into the typed value, or
+``InvalidRequestError`` in the words of the API the shape belongs to) and the OpenAPI request schema
+(``shape_schema``: JSON, form-encoded and multipart variants; ``query_parameters`` for a GET), so the document and the
+server cannot disagree. What no schema can state stays where it is checked today and the document says so: the
+characters over all texts (the service, 413), a file's contents (its format), a glossary's repeated terms (the
+glossary store).
+
+Reading happens in two passes, as the real services check: first whether each required field is there (in the
+declaration's order), then each field's value and the cross-field rules. A value is given as JSON, or as a form's
+string (``RequestFields.form``), and each kind reads and describes both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Protocol
+
+from handler.config import RuntimeConfig
+from handler.errors import InvalidRequestError, TranslatorError
+from handler.options import TEXT_END
+from handler.text.spans import MARKUP_LIMIT, MARKUP_OPEN
+
+JSON_MEDIA = "application/json"
+FORM_MEDIA = "application/x-www-form-urlencoded"
+MULTIPART_MEDIA = "multipart/form-data"
+# the private-use characters handler.text.markup cuts html, xml and markdown with: a text cut so may not hold them
+RESERVED = f"[{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]"
+NO_RESERVED_PATTERN = f"^[^{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]*{TEXT_END}"
+_RESERVED = re.compile(RESERVED)
+_METACHARACTERS = set(".^$*+?()[]{}|\\/")
+NULL = {"type": "null"}
+# a field a shape does not declare is read and ignored (as DeepL and LibreTranslate ignore them): any JSON value
+# ``handler.api.messages.read_json`` takes (integers of at most 30 digits, finite numbers), described once
+IGNORED_VALUE = "IgnoredValue"
+IGNORED_VALUE_SCHEMA: dict[str, Any] = {
+    "description": "a field the route does not take, read and ignored: any JSON value the body reader takes "
+    "(integers of at most 30 digits, finite numbers, at most 32 levels deep)",
+    "anyOf": [
+        {"type": ["string", "boolean", "null"]},
+        {"type": "integer", "minimum": -(10**30 - 1), "maximum": 10**30 - 1},
+        {"type": "number", "not": {"type": "integer"}},
+        {"type": "array", "items": {"$ref": f"#/components/schemas/{IGNORED_VALUE}"}},
+        {"type": "object", "additionalProperties": {"$ref": f"#/components/schemas/{IGNORED_VALUE}"}},
+    ],
+}
+
+
+class Fields(Protocol):
+    """What a shape is read from (``handler.api.compat.fields.RequestFields``): the query's and the body's fields."""
+
+    @property
+    def form(self) -> bool: ...
+
+    def get(self, name: str, default: Any = None) -> Any: ...
+
+    def text(self, name: str, default: str | None = None) -> str | None: ...
+
+
+class Upload(Protocol):
+    """A multipart body's file part (``handler.api.compat.fields.UploadedFile``)."""
+
+    @property
+    def filename(self) -> str: ...
+
+    @property
+    def data(self) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One field being read: where from, its name, the deployment's limits and the fields read before it (by name,
+    for messages that name them)."""
+
+    fields: Fields
+    files: Mapping[str, Upload]
+    name: str
+    config: RuntimeConfig
+    read: Mapping[str, Any]
+
+    def refuse(self, template: str, **values: Any) -> TranslatorError:
+        """``InvalidRequestError`` with ``template`` filled in: ``{name}``, the fields read so far, ``values`` and
+        ``{raw[other]}``, another field as sent ("(none)" when absent)."""
+        named = {key: value for key, value in {**self.read, **values}.items() if key not in ("name", "raw")}
+        return InvalidRequestError(template.format(name=self.name, raw=_Raw(self.fields), **named))
+
+
+class _Raw:
+    def __init__(self, fields: Fields) -> None:
+        self._fields = fields
+
+    def __getitem__(self, name: str) -> Any:
+        return self._fields.get(name) or "(none)"
+
+
+class ObjectFields:
+    """A JSON object's members as the fields of a shape (an item of a list of objects: ``Objects``)."""
+
+    form = False
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.values = values
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.values.get(name, default)
+
+    def text(self, name: str, default: str | None = None) -> str | None:
+        value = self.values.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise InvalidRequestError(f"{name!r} must be a string; got a JSON {type(value).__name__}")
+        return value
+
+
+def _literal(value: str) -> str:
+    return "".join(f"\\{c}" if c in _METACHARACTERS else c for c in value)
+
+
+def any_case(value: str) -> str:
+    """A regular expression matching ``value`` in any case (JSON Schema patterns have no flags)."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.lower() != c.upper() else _literal(c) for c in value)
+
+
+def spelled(values: Sequence[str], *, fold: bool, strip: bool, blank: bool = False) -> str:
+    """The pattern of a choice among ``values`` read in any case (``fold``), surrounding white space ignored
+    (``strip``), the empty value too (``blank``)."""
+    alternatives = "|".join(any_case(value) if fold else _literal(value) for value in values)
+    space = "\\s*" if strip else ""
+    return f"^{space}(?:{alternatives}){'?' if blank else ''}{space}{TEXT_END}"
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, NULL]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Param:
+    """What every kind declares: its description, whether it is required and the message when it is absent."""
+
+    description: str = ""
+    required: bool = False
+    missing: str = "{name} is required"
+    blank_is_missing: bool = True  # a required field given as "" (or white space) is absent
+    needs: str | None = None  # a field (declared before this one) that must be given when this one is
+    needs_message: str = "{name} needs {needs}"
+
+    def present(self, reading: Reading) -> bool:
+        value = reading.fields.get(reading.name)
+        if isinstance(value, str) and self.blank_is_missing:
+            return bool(value.strip())
+        return value is not None
+
+    def read(self, reading: Reading) -> Any:
+        raise NotImplementedError
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        """The property's schema: its value's, with null (the default) where JSON may send it."""
+        schema = self.value_schema(config, form)
+        if self.description:
+            schema = {**schema, "description": self.description}
+        return schema if form or self.required else _nullable(schema)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Text(Param):
+    """A string: a JSON string or a form field given once (``RequestFields.text`` refuses anything else), with an
+    optional pattern and length; ``blank_is_absent``: "" means the field was not given."""
+
+    pattern: str | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    blank_is_absent: bool = False
+    invalid: str = "{name} {value!r} is not allowed"
+
+    def read(self, reading: Reading) -> str | None:
+        value = reading.fields.text(reading.name)
+        if value is None or (self.blank_is_absent and value == ""):
+            return None
+        fits = (self.min_length is None or len(value) >= self.min_length) and (
+            self.max_length is None or len(value) <= self.max_length
+        )
+        if not fits or (self.pattern is not None and not re.search(self.pattern, value)):
+            raise reading.refuse(self.invalid, value=value, short=value[:60])
+        return value
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string"}
+        if self.pattern is not None:
+            schema["pattern"] = f"^$|{self.pattern}" if self.blank_is_absent else self.pattern
+        elif self.required and self.blank_is_missing:  # blank is absent: the value holds something else
+            schema["pattern"] = "\\S"
+        if self.min_length is not None and not self.blank_is_absent:
+            schema["minLength"] = self.min_length
+        if self.max_length is not None:
+            schema["maxLength"] = self.max_length
+        return schema
+
+
+@dataclass(frozen=True, kw_only=True)
+class Choice(Param):
+    """One of ``values``, read in any case (``fold``: the value is given back upper- or lower-cased) and with its
+    surrounding white space ignored (``strip``); ``refused``: values the API knows and refuses, each with its own
+    message; ``default``: the value when the field is absent (``blank_is_absent``: or ""). Messages: ``{value}``
+    the value as read (folded), ``{given}`` as sent."""
+
+    values: tuple[str, ...]
+    fold: str | None = None  # "upper" or "lower"
+    strip: bool = False
+    default: str | None = None
+    blank_is_absent: bool = False
+    refused: Mapping[str, str] = field(default_factory=dict)
+    invalid: str = "{name} must be one of {allowed}; got {given!r}"
+
+    def _folded(self, value: str) -> str:
+        value = value.strip() if self.strip else value
+        return value.upper() if self.fold == "upper" else value.lower() if self.fold == "lower" else value
+
+    def read(self, reading: Reading) -> str | None:
+        given = reading.fields.text(reading.name)
+        if given is None or (self.blank_is_absent and not (given.strip() if self.strip else given)):
+            return self.default
+        value = self._folded(given)
+        accepted = {self._folded(each): each for each in self.values}
+        if value in accepted:
+            return value
+        shown = {"value": value, "given": given.strip() if self.strip else given, "allowed": ", ".join(self.values)}
+        raise reading.refuse(self.refused.get(value, self.invalid), **shown)
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        if not self.fold and not self.strip:
+            return {"type": "string", "enum": [*self.values, *([""] if self.blank_is_absent else [])]}
+        pattern = spelled(self.values, fold=bool(self.fold), strip=self.strip, blank=self.blank_is_absent)
+        return {"type": "string", "pattern": pattern, "examples": list(self.values)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Texts(Param):
+    """A string or a list of strings (a form's repeated field): at most ``max_items`` (the deployment's
+    TRANSLATE_MAX_TEXTS) and, with ``max_length``, each of at most TRANSLATE_MAX_CHARS characters; ``blank_is_missing``
+    makes "" and [] absent (a form's empty field in a list too), else "" is a text. ``form_breaks``: a form's line
+    breaks are read as "\\n" (RFC 2046's CRLF), before the lengths are counted. Messages: ``{count}``, ``{limit}``."""
+
+    invalid: str = "{name} must be a string or a non-empty list of strings"
+    max_items: bool = True
+    too_many: str = "{name} holds {count} texts; the limit is {limit} (TRANSLATE_MAX_TEXTS)"
+    max_length: bool = False
+    too_long: str = "a text of {name} has {count} characters; the limit is {limit} (TRANSLATE_MAX_CHARS)"
+    form_breaks: bool = False
+    blank_in_form: str = ""  # the message for a form's empty field among several ("": blank_is_missing's)
+
+    def present(self, reading: Reading) -> bool:
+        value = reading.fields.get(reading.name)
+        return value is not None and not (self.blank_is_missing and value in ("", []))
+
+    def read(self, reading: Reading) -> str | list[str] | None:
+        value = reading.fields.get(reading.name)
+        if value is None:
+            return None
+        texts = [value] if isinstance(value, str) else value
+        if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
+            raise reading.refuse(self.invalid)
+        if reading.fields.form and self.blank_is_missing and "" in texts:
+            raise reading.refuse(self.blank_in_form or self.missing)
+        if reading.fields.form and self.form_breaks:
+            texts = ["\n".join(text.splitlines()) for text in texts]
+        limit = reading.config.max_texts
+        if self.max_items and isinstance(value, list) and len(texts) > limit:
+            raise reading.refuse(self.too_many, count=len(texts), limit=limit)
+        for text in texts if self.max_length else ():
+            if len(text) > reading.config.max_chars:
+                raise reading.refuse(self.too_long, count=len(text), limit=reading.config.max_chars)
+        return texts if isinstance(value, list) else texts[0]
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        text: dict[str, Any] = {"type": "string"}
+        if self.max_length:
+            text["maxLength"] = config.max_chars
+        one = {**text, "minLength": 1} if self.blank_is_missing else text
+        item = one if form and self.blank_is_missing else text
+        many: dict[str, Any] = {"type": "array", "items": item, "minItems": 1}
+        if self.max_items:
+            many["maxItems"] = config.max_texts
+        return {"oneOf": [one, many]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Count(Param):
+    """A whole number from ``minimum`` to ``maximum``: a JSON integer (an integral float is one) or its digits, in a
+    JSON string or a form field; "" and null mean the default (``default``)."""
+
+    minimum: int
+    maximum: int
+    default: int = 0
+    not_a_count: str = "{name} must be an integer; got {value!r}"
+    out_of_range: str = "{name} must be between {minimum} and {maximum}"
+
+    def read(self, reading: Reading) -> int:
+        raw = reading.fields.get(reading.name)
+        if isinstance(raw, list) and reading.fields.form and len(raw) == 1:
+            raw = raw[0]
+        if raw is None or raw == "":
+            return self.default
+        if isinstance(raw, str) and re.fullmatch("[+-]?[0-9]+", raw):
+            count = int(raw)
+        elif isinstance(raw, int) and not isinstance(raw, bool):
+            count = raw
+        else:
+            raise reading.refuse(self.not_a_count, value=raw)
+        if not self.minimum <= count <= self.maximum:
+            raise reading.refuse(self.out_of_range, minimum=self.minimum, maximum=self.maximum)
+        return count
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        if self.minimum < 0 or self.maximum - self.minimum > 100:
+            raise ValueError("Count describes small ranges of natural numbers only")
+        positive = [str(n) for n in range(max(1, self.minimum), self.maximum + 1)]
+        zero = ["[+-]?0+"] if self.minimum == 0 else []
+        digits = "|".join([*zero, *(f"\\+?0*{n}" for n in positive)])
+        number = {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}
+        return {"anyOf": [number, {"type": "string", "pattern": f"^(?:{digits})?{TEXT_END}"}]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Switch(Param):
+    """On or off: JSON true/false or 0/1, or the strings 0, 1, true and false (any case, white space around)."""
+
+    default: bool = True
+    invalid: str = "{name} must be 0 or 1; got {value!r}"
+
+    def read(self, reading: Reading) -> bool:
+        raw = reading.fields.get(reading.name)
+        if raw is None:
+            return self.default
+        if isinstance(raw, bool | int) and raw in (0, 1):  # JSON true, false, 0, 1 (1.0 reads as 1)
+            return bool(raw)
+        if isinstance(raw, str) and raw.strip().lower() in ("0", "1", "false", "true"):
+            return raw.strip().lower() in ("1", "true")
+        raise reading.refuse(self.invalid, value=raw)
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        text = {"type": "string", "pattern": spelled(("0", "1", "true", "false"), fold=True, strip=True)}
+        return text if form else {"anyOf": [{"type": "boolean"}, {"enum": [0, 1]}, text]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Names(Param):
+    """Names separated by commas, in one string, a form's repeated field or a JSON list of such strings."""
+
+    invalid: str = "{name} must be names separated by commas"
+
+    def read(self, reading: Reading) -> frozenset[str]:
+        value = reading.fields.get(reading.name)
+        if value is None:
+            return frozenset()
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            raise reading.refuse(self.invalid)
+        return frozenset(name.strip() for item in items for name in item.split(",") if name.strip())
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        return {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refused(Param):
+    """A parameter the API names and does not take: absent, null, "", [], 0 or false pass; anything else is refused
+    with ``invalid``."""
+
+    invalid: str
+
+    def read(self, reading: Reading) -> None:
+        if reading.fields.get(reading.name):
+            raise reading.refuse(self.invalid)
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        return {"enum": [""]} if form else {"enum": ["", [], {}, 0, False]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class File(Param):
+    """A multipart body's file part: its bytes (``min_bytes`` at least) and the name the client gave it, whose
+    suffix must be one of ``suffixes`` (``handler.formats.suffix_of``) unless the shape's ``name_field`` names it
+    instead (DeepL's ``filename``). Messages: ``{filename}``."""
+
+    suffixes: tuple[str, ...] = ()
+    min_bytes: int = 0
+    too_small: str = "{filename!r} is empty"
+    example: str = "document.txt"
+
+    def present(self, reading: Reading) -> bool:
+        return reading.name in reading.files
+
+    def read(self, reading: Reading) -> Upload | None:
+        uploaded = reading.files.get(reading.name)
+        if uploaded is not None and len(uploaded.data) < self.min_bytes:
+            raise reading.refuse(self.too_small, filename=uploaded.filename)
+        return uploaded
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string", "contentMediaType": "application/octet-stream"}
+        return {**schema, "minLength": self.min_bytes} if self.min_bytes else schema
+
+    def schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        schema = self.value_schema(config, form)
+        return {**schema, "description": self.description} if self.description else schema
+
+    def name_pattern(self) -> str:
+        """The names this file may have: one of ``suffixes``, in any case, white space around."""
+        suffixes = "|".join(any_case(suffix.lstrip(".")) for suffix in self.suffixes)
+        return f"^\\s*[\\s\\S]*\\.(?:{suffixes})\\s*{TEXT_END}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Objects(Param):
+    """A JSON list of objects, each read as ``shape``, from ``min_items`` to ``max_items`` of them. Messages:
+    ``invalid`` (not such a list), ``count`` (``{count}``: how many)."""
+
+    shape: type
+    min_items: int = 1
+    max_items: int | None = None
+    invalid: str = "{name} must be a list of objects"
+    count: str = "{name} holds {count} objects"
+
+    def read(self, reading: Reading) -> tuple[Any, ...] | None:
+        value = reading.fields.get(reading.name)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            raise reading.refuse(self.invalid)
+        if len(value) < self.min_items or (self.max_items is not None and len(value) > self.max_items):
+            raise reading.refuse(self.count, count=len(value))
+        return tuple(read_shape(self.shape, ObjectFields(item), reading.config) for item in value)
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        schema = {"type": "array", "items": shape_schema(self.shape, config), "minItems": self.min_items}
+        return schema if self.max_items is None else {**schema, "maxItems": self.max_items}
+
+
+def param(kind: Param, default: Any = None) -> Any:
+    """A field of a request shape, its rule (``kind``) in the field's metadata."""
+    return field(default=default, metadata={"param": kind})
+
+
+# --- rules across fields ----------------------------------------------------------------------------------------
+class Rule:
+    """A rule over several fields of a shape: checked after every field is read, and described as the schema's
+    ``if``/``then``."""
+
+    def check(self, values: Mapping[str, Any], reading: Reading) -> None:
+        raise NotImplementedError
+
+    def schema(self, shape: type, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class NoReserved(Rule):
+    """When ``switch`` reads as one of ``values`` (its texts are cut as markup), no text of ``texts`` may hold the
+    private-use characters the markup is cut with (``handler.text.markup``)."""
+
+    texts: str
+    switch: str
+    values: tuple[str, ...]
+    message: str = (
+        "the text holds private-use characters U+F0000 to U+107FFF, which the html, xml and markdown formats "
+        "reserve for markup; remove them or send the text without tag handling"
+    )
+
+    def check(self, values: Mapping[str, Any], reading: Reading) -> None:
+        if values.get(self.switch) not in self.values:
+            return
+        texts = values.get(self.texts)
+        for text in [texts] if isinstance(texts, str) else texts or []:
+            if _RESERVED.search(text):
+                raise InvalidRequestError(self.message)
+
+    def schema(self, shape: type, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        switch = params_of(shape)[self.switch]
+        assert isinstance(switch, Choice)
+        chosen = Choice(values=self.values, fold=switch.fold, strip=switch.strip).value_schema(config, form)
+        clean = {"type": "string", "pattern": NO_RESERVED_PATTERN}
+        return {
+            "if": {"required": [self.switch], "properties": {self.switch: chosen}},
+            "then": {"properties": {self.texts: {"oneOf": [clean, {"type": "array", "items": clean}]}}},
+        }
+
+
+@dataclass(frozen=True)
+class FileNamed(Rule):
+    """The name of ``file`` (its part's, or ``name_field``'s when given) has one of the file's suffixes."""
+
+    file: str
+    name_field: str | None
+    message: str  # {filename}
+    check_suffix: Callable[[str], bool]
+    name_of: Callable[[str], str] = str.strip  # the name as the route reads it (LibreTranslate: the last segment)
+
+    def check(self, values: Mapping[str, Any], reading: Reading) -> None:
+        uploaded = values.get(self.file)
+        if uploaded is None:
+            return
+        named = values.get(self.name_field) if self.name_field else None
+        name = self.name_of(named or uploaded.filename)
+        if not self.check_suffix(name):
+            raise InvalidRequestError(self.message.format(filename=name))
+
+    def schema(self, shape: type, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        return {}  # the name's pattern is the file part's (``encoding``) and name_field's own
+
+
+@dataclass(frozen=True)
+class Grammar(Rule):
+    """When ``switch`` reads as one of ``values`` (or is absent, with ``when_absent``), ``text`` matches ``pattern``:
+    a necessary condition of a format a parser reads (a glossary's TSV lines), stated in the schema; a text that
+    does not match it is handed to ``explain``, the parser, whose error names what is wrong (it raises for any such
+    text)."""
+
+    text: str
+    switch: str
+    values: tuple[str, ...]
+    pattern: str
+    explain: Callable[[str], object]
+    when_absent: bool = True
+
+    def check(self, values: Mapping[str, Any], reading: Reading) -> None:
+        text = values.get(self.text)
+        if values.get(self.switch) not in self.values or not isinstance(text, str):
+            return
+        if not re.search(self.pattern, text):
+            self.explain(text)
+            raise InvalidRequestError(f"{self.text} is not in its format")  # explain raised for every such text
+
+    def schema(self, shape: type, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        switch = params_of(shape)[self.switch]
+        assert isinstance(switch, Choice)
+        chosen = Choice(values=self.values, fold=switch.fold, strip=switch.strip).value_schema(config, form)
+        condition: dict[str, Any] = {"properties": {self.switch: chosen}}
+        if not self.when_absent:
+            condition["required"] = [self.switch]
+        return {"if": condition, "then": {"properties": {self.text: {"type": "string", "pattern": self.pattern}}}}
+
+
+# --- a shape: reading and describing -----------------------------------------------------------------------------
+class Shape:
+    """The base of a request shape (a frozen dataclass of ``param`` fields) and its ``RULES`` across fields; a field
+    it does not declare is read and ignored (``IGNORED_VALUE_SCHEMA``)."""
+
+    RULES: ClassVar[tuple[Rule, ...]] = ()
+
+
+def params_of(shape: type) -> dict[str, Param]:
+    """Each field of ``shape`` and its rule, in the declaration's order."""
+    return {each.name: each.metadata["param"] for each in fields(shape)}
+
+
+def takes_files(shape: type | None) -> bool:
+    return shape is not None and any(isinstance(kind, File) for kind in params_of(shape).values())
+
+
+def read_shape(
+    shape: type[Any], fields_: Fields, config: RuntimeConfig, files: Mapping[str, Upload] | None = None
+) -> Any:
+    """``fields_`` (and a multipart body's ``files``) as ``shape``: first every required field's presence, in order,
+    then each field's value, then the rules across fields; ``InvalidRequestError`` in the shape's words."""
+    params = params_of(shape)
+    read: dict[str, Any] = {}
+    files = files or {}
+    for name, kind in params.items():
+        reading = Reading(fields_, files, name, config, read)
+        if kind.required and not kind.present(reading):
+            raise reading.refuse(kind.missing)
+    for name, kind in params.items():
+        reading = Reading(fields_, files, name, config, read)
+        if kind.needs is not None and fields_.get(name) and read.get(kind.needs) is None:
+            raise reading.refuse(kind.needs_message, needs=kind.needs)
+        read[name] = kind.read(reading)
+    for rule in shape.RULES:
+        rule.check(read, Reading(fields_, files, "", config, read))
+    return shape(**read)
+
+
+def shape_schema(shape: type[Any], config: RuntimeConfig, form: bool = False) -> dict[str, Any]:
+    """The JSON Schema of ``shape`` as a JSON body, or (``form``) as a form-encoded or multipart one."""
+    params = params_of(shape)
+    properties = {name: kind.schema(config, form) for name, kind in params.items()}
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    required = [name for name, kind in params.items() if kind.required]
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = {"$ref": f"#/components/schemas/{IGNORED_VALUE}"}
+    conditions = [_needs(name, kind.needs, params, config, form) for name, kind in params.items() if kind.needs]
+    conditions += [rule.schema(shape, config, form) for rule in getattr(shape, "RULES", ())]
+    conditions = [condition for condition in conditions if condition]
+    if conditions:
+        schema["allOf"] = conditions
+    return schema
+
+
+def query_parameters(shape: type[Any], config: RuntimeConfig) -> list[dict[str, Any]]:
+    """``shape``'s fields as a GET's query parameters (each a form field's value)."""
+    return [
+        {"name": name, "in": "query", "required": kind.required, "schema": kind.value_schema(config, True)}
+        | ({"description": kind.description} if kind.description else {})
+        for name, kind in params_of(shape).items()
+    ]
+
+
+def file_encoding(shape: type[Any]) -> dict[str, Any]:
+    """A multipart body's ``encoding``: each file part's Content-Disposition, its file name's pattern and an example
+    (schemathesis names the part it sends after the example)."""
+    encoding: dict[str, Any] = {}
+    for name, kind in params_of(shape).items():
+        if isinstance(kind, File) and kind.suffixes:
+            disposition = {
+                "description": f'form-data; name="{name}"; filename="...": the file\'s name says its format',
+                "schema": {"type": "string", "pattern": f'filename="[^"]*\\.(?:{_suffixes(kind)})"'},
+                "example": f'form-data; name="{name}"; filename="{kind.example}"',
+            }
+            encoding[name] = {
+                "contentType": "application/octet-stream",
+                "headers": {"Content-Disposition": disposition},
+            }
+    return encoding
+
+
+def _suffixes(kind: File) -> str:
+    return "|".join(any_case(suffix.lstrip(".")) for suffix in kind.suffixes)
+
+
+def _needs(name: str, needed: str, params: Mapping[str, Param], config: RuntimeConfig, form: bool) -> dict[str, Any]:
+    """A field that needs another as the schema says it: given (not empty), the other is required."""
+    return {
+        "if": {"required": [name], "properties": {name: {"type": "string", "minLength": 1}}},
+        "then": {"required": [needed], "properties": {needed: params[needed].value_schema(config, form)}},
+    }
