@@ -101,6 +101,9 @@ def describe_table(
                 request_body(route.shape, route.body, config, schemas)
             continue
         item = paths.setdefault(route.path, {})
+        if route.method == "OPTIONS":  # a preflight the table declares itself
+            item["options"] = _preflight(route.operation_id, route.path, table, route.tag)
+            continue
         operation = _operation(route, table, config, keys_required, schemas)
         item[route.method.lower()] = operation
         if route.method == "GET" and table.head:
@@ -108,14 +111,16 @@ def describe_table(
     for template, item in paths.items():
         if table.preflight and "options" not in item:
             first = next(iter(item.values()))["operationId"]
-            item["options"] = _preflight(first + "Preflight", template, table)
+            first_route = next(route for route in table.routes if route.path == template)
+            item["options"] = _preflight(first + "Preflight", template, table, first_route.tag)
     return paths, schemas
 
 
 def _operation(
     route: Route, table: RouteTable, config: RuntimeConfig, keys_required: bool, schemas: dict[str, Any]
 ) -> dict[str, Any]:
-    operation: dict[str, Any] = {"operationId": route.operation_id, "tags": [table.tag], "summary": route.summary}
+    tag = route.tag or table.tag
+    operation: dict[str, Any] = {"operationId": route.operation_id, "tags": [tag], "summary": route.summary}
     if route.description is not None:
         operation["description"] = route.description(config)
     if route.auth and table.schemes:
@@ -149,11 +154,11 @@ def request_body(shape: type, media: tuple[str, ...], config: RuntimeConfig, sch
     return {"required": required, "content": content}
 
 
-def _preflight(operation_id: str, template: str, table: RouteTable) -> dict[str, Any]:
+def _preflight(operation_id: str, template: str, table: RouteTable, tag: str | None = None) -> dict[str, Any]:
     """A path's preflight: any value of a parameter the route answers whatever it is; a parameter the router
     matches by its pattern keeps it, and another value is no route (404)."""
     parameters = with_parameters(template, table)
-    answer = preflight(operation_id, table.tag)
+    answer = preflight(operation_id, tag or table.tag)
     strict = [parameter for parameter in parameters if parameter.matches is None]
     if parameters:
         answer["parameters"] = [

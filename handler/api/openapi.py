@@ -21,18 +21,12 @@ from handler.api.compat.deepl_routes import DEEPL_ROUTES
 from handler.api.compat.libretranslate_openapi import libretranslate_schemas
 from handler.api.compat.libretranslate_routes import LIBRETRANSLATE_ROUTES
 from handler.api.describe import (
-    FORM,
-    JSON,
     NO_MARKUP_PATTERN,
     describe_table,
-    head_of,
-    preflight,
-    ref,
-    response,
-    security,
 )
 from handler.api.flags import FLAGS
 from handler.api.messages import error_codes
+from handler.api.own_routes import OWN_ROUTES
 from handler.api.scores import SCORED_SEGMENT_SCHEMA
 from handler.api.shapes import IGNORED_VALUE, IGNORED_VALUE_SCHEMA
 from handler.config import RuntimeConfig
@@ -40,24 +34,7 @@ from handler.options import TranslateOptions
 from handler.text.markup import FORMATS
 from handler.text.spans import SpanKind
 
-OPENAPI_PATH = "/openapi.json"
 MARKUP_FORMATS = [name for name in FORMATS if name != "text"]  # cut with private-use characters (handler.text.markup)
-
-
-def own_errors(*statuses: int) -> dict[str, Any]:
-    texts = {
-        400: "malformed JSON, a wrong type, an unknown or out-of-range option",
-        401: "an API key is required (TRANSLATE_API_KEYS / TRANSLATE_API_KEYS_FILE) and none valid was presented",
-        413: "over TRANSLATE_MAX_CHARS or TRANSLATE_MAX_TEXTS, or a body too large for them",
-        415: "the body is not UTF-8 application/json",
-        500: "a bug or a bad setting; details in the function's log, none in the response",
-        503: "the model is unavailable (the message names the file and the fix) or out of time",
-    }
-    answers = {}
-    for status in statuses:
-        extra = {"WWW-Authenticate": {"$ref": "#/components/headers/WwwAuthenticate"}} if status == 401 else {}
-        answers[str(status)] = response(texts[status], ref("Error"), headers=extra)
-    return answers
 
 
 def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
@@ -66,10 +43,11 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
     when a route the code answers is missing here, or the other way round."""
     config = config if config is not None else RuntimeConfig()
     keys_required = bool(config.api_keys)
+    own_paths, _ = describe_table(OWN_ROUTES, config, keys_required)
     libretranslate_paths, libretranslate_requests = describe_table(LIBRETRANSLATE_ROUTES, config, keys_required)
     deepl_paths, deepl_requests = describe_table(DEEPL_ROUTES, config, keys_required)
     paths: dict[str, Any] = {
-        **own_api_paths(config, keys_required),
+        **own_paths,
         **libretranslate_paths,
         **deepl_paths,
     }
@@ -114,90 +92,6 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
                 },
             },
         },
-    }
-
-
-def own_api_paths(config: RuntimeConfig, keys_required: bool) -> dict[str, Any]:
-    """This server's own routes: the page, ``/healthz``, ``/openapi.json`` and ``POST /translate`` (whose path
-    LibreTranslate's translate shares: both request shapes are described on it)."""
-    own_security = security(keys_required, "ApiKeyHeader", "BearerKey")
-    translate_get_out = {
-        "operationId": "translate",
-        "tags": ["translate"],
-        "summary": "Translate Chinese to English (this server's API; LibreTranslate's POST /translate shares the path)",
-        "description": (
-            'One text ({"text": ...}) or several ({"texts": [...]}) plus options; the response names the model. '
-            f"At most {config.max_chars:,} characters in all and {config.max_texts} texts. A body with a `q` field "
-            "or `target` (and no text/texts) or a form body is LibreTranslate's request, answered in its shapes."
-        ),
-        "security": own_security,
-        "requestBody": {
-            "required": True,
-            "content": {
-                JSON: {"schema": {"oneOf": [ref("TranslateRequest"), ref("LibreTranslateRequest")]}},
-                FORM: {"schema": ref("LibreTranslateRequestForm")},
-            },
-        },
-        "responses": {
-            "200": {
-                **response(
-                    "the translation(s); streamed with stream: true",
-                    {"oneOf": [ref("TranslateResponse"), ref("LibreTranslateResponse")]},
-                ),
-                "content": {
-                    JSON: {"schema": {"oneOf": [ref("TranslateResponse"), ref("LibreTranslateResponse")]}},
-                    "application/x-ndjson": {
-                        "schema": {"type": "string", "description": "one TranslateStreamEvent (JSON) a line"},
-                        "x-item-schema": ref("TranslateStreamEvent"),
-                    },
-                    "text/event-stream": {
-                        "schema": {"type": "string", "description": "event: <type> / data: <TranslateStreamEvent>"},
-                        "x-item-schema": ref("TranslateStreamEvent"),
-                    },
-                },
-            },
-            "400": response(
-                "a bad request (LibreTranslate: also too large)",
-                {"oneOf": [ref("Error"), ref("LibreTranslateError")]},
-            ),
-            **own_errors(401),
-            "403": response("LibreTranslate: api_key invalid (none: 400)", ref("LibreTranslateError")),
-            **own_errors(413, 415),
-            "500": response(
-                "a bug or a bad setting (LibreTranslate: also the model unavailable); no internals in the body",
-                {"oneOf": [ref("Error"), ref("LibreTranslateError")]},
-            ),
-            **own_errors(503),
-        },
-    }
-
-    page_get = {
-        "operationId": "page",
-        "tags": ["page"],
-        "summary": "The two-pane web page (Chinese left, English right), with the limits injected",
-        "responses": {"200": response("the page", {"type": "string"}, "text/html")},
-    }
-    health_get = {
-        "operationId": "health",
-        "tags": ["health"],
-        "summary": "Model name, bundle hash, warm state, cold-start timings, limits, whether a key is required",
-        "responses": {
-            "200": response("the model is loaded and warm", ref("Health")),
-            "503": response("the model could not load; error says why", ref("Health")),
-        },
-    }
-    openapi_get = {
-        "operationId": "openapi",
-        "tags": ["meta"],
-        "summary": "This description",
-        "responses": {"200": response("the OpenAPI 3.1 document", {"type": "object"})},
-    }
-
-    return {
-        "/": {"get": page_get, "head": head_of(page_get, "pageHead")},
-        "/healthz": {"get": health_get, "head": head_of(health_get, "healthHead")},
-        OPENAPI_PATH: {"get": openapi_get, "head": head_of(openapi_get, "openapiHead")},
-        "/translate": {"post": translate_get_out, "options": preflight("translatePreflight", "translate")},
     }
 
 

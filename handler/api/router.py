@@ -1,7 +1,8 @@
 """The HTTP surface, identical on every adapter and free of any web framework.
 
 An adapter turns its platform's request into an ``HttpRequest``, calls ``HttpApi.handle`` and turns the
-``HttpResponse`` back into its platform's shape. Routes:
+``HttpResponse`` back into its platform's shape. Routes (``handler.api.own_routes``: one table, from which the routing,
+its 404 and 405, and the OpenAPI paths come; the drop-in APIs' are theirs, ``handler.api.compat``):
 
 ``POST /translate``  JSON ``{"text": "..."}`` or ``{"texts": ["...", ...]}`` plus options (``beam_size``,
                      ``format``, ``glossary``, ...) → ``{"translation": "..."}`` or ``{"translations": [...]}``
@@ -68,6 +69,7 @@ from handler.api.messages import (
     status_for,
 )
 from handler.api.openapi import build_document
+from handler.api.own_routes import OWN_ROUTES
 from handler.api.page import PAGE_SECURITY_HEADERS, page_security_policy, render_page
 from handler.api.scores import SCORES_FIELD, segments_json
 from handler.api.streamed import (
@@ -112,13 +114,8 @@ logger = logging.getLogger(__name__)
 TEXT_FIELDS = ("text", "texts")
 
 
-# methods each route answers (HEAD is answered like GET, without a body; OPTIONS is the CORS preflight)
-ROUTES: dict[str, tuple[str, ...]] = {
-    "/": ("GET", "HEAD"),
-    "/healthz": ("GET", "HEAD"),
-    "/openapi.json": ("GET", "HEAD"),
-    "/translate": ("POST", "OPTIONS"),
-}
+# methods each route of OWN_ROUTES answers (HEAD is answered like GET, without a body; OPTIONS is the CORS preflight)
+ROUTES: dict[str, tuple[str, ...]] = {template: OWN_ROUTES.allowed(template) for template in OWN_ROUTES.templates()}
 
 # on every response (setdefault: a route's own value wins): what a scanner expects of an API
 SECURITY_HEADERS: dict[str, str] = {
@@ -280,26 +277,22 @@ class HttpApi:
         log_access(fields)
 
     def _route(self, request: HttpRequest) -> HttpResponse:
+        """The drop-in APIs' answer where the path is theirs, else the answer of the route ``OWN_ROUTES`` finds (404
+        and 405 from the table), the key checked first where the route takes one."""
         path = _normalise_path(request.path)
         compat = self.compat.handle(path, request)
         if compat is not None:
             return compat
-        allowed = ROUTES.get(path)
-        if allowed is None:
+        found = OWN_ROUTES.find(request.method, path)
+        if found.template is None:
             raise NotFoundError(f"no route for {path}; the routes are {', '.join(ROUTES)}")
-        if request.method not in allowed:
+        if found.route is None:
+            allowed = ROUTES[found.template]
             raise MethodNotAllowedError(f"{path} answers {' and '.join(allowed)}, not {request.method}", allowed)
-        if request.method == "OPTIONS":
-            return HttpResponse(204, {"Allow": ", ".join(allowed)}, b"")
-        if path == "/":
-            return self._page_response()
-        if path == "/healthz":
-            return self._health()
-        if path == "/openapi.json":
-            headers = {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-cache"}
-            return HttpResponse(200, headers, self._openapi)
-        self._require_key(request)
-        return self._translate(request)
+        if found.route.auth:
+            self._require_key(request)
+        answer: HttpResponse = getattr(self, "_" + found.route.handler)(request)
+        return answer
 
     def _require_key(self, request: HttpRequest) -> None:
         if self.keys.accepts(presented_key(request.headers)):
@@ -312,7 +305,14 @@ class HttpApi:
         )
 
     # --- routes -------------------------------------------------------------------------------------------
-    def _page_response(self) -> HttpResponse:
+    def _preflight(self, request: HttpRequest) -> HttpResponse:
+        return HttpResponse(204, {"Allow": ", ".join(ROUTES["/translate"])}, b"")
+
+    def _openapi_document(self, request: HttpRequest) -> HttpResponse:
+        headers = {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-cache"}
+        return HttpResponse(200, headers, self._openapi)
+
+    def _web_page(self, request: HttpRequest) -> HttpResponse:
         headers = {
             "Content-Type": "text/html; charset=utf-8",
             "Content-Security-Policy": self._page_csp,
@@ -320,7 +320,7 @@ class HttpApi:
         }
         return HttpResponse(200, headers, self._page)
 
-    def _health(self) -> HttpResponse:
+    def _health(self, request: HttpRequest) -> HttpResponse:
         report = self.startup.health()
         report["api_key_required"] = self.keys.required  # whether, never which
         return json_response(200 if self.startup.service is not None else 503, report)

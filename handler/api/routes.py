@@ -61,6 +61,7 @@ class Route:
     auth: bool = True
     reads: bool = True  # the route reads the request's fields (False: answered whatever they are)
     described: bool = True
+    tag: str | None = None  # the document's tag of this operation (None: the table's)
     description: Callable[[RuntimeConfig], str] | None = None
     request_body: Callable[[RuntimeConfig], dict[str, Any]] | None = None  # instead of the shape's
 
