@@ -42,6 +42,7 @@ ENV_STATE_DIR = "TRANSLATE_STATE_DIR"
 ENV_STATE_PREFIX = "TRANSLATE_STATE_PREFIX"
 ENV_DOCUMENT_BUCKET = "TRANSLATE_DOCUMENT_BUCKET"
 ENV_DOCUMENT_PREFIX = "TRANSLATE_DOCUMENT_PREFIX"
+ENV_MAX_QUEUE_S = "TRANSLATE_MAX_QUEUE_S"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BUNDLE_DIR = REPO_ROOT / "model_artifacts" / "default"
@@ -101,6 +102,9 @@ class RuntimeConfig:
     # server), or are refused where the state is in a bucket
     document_bucket: str = ""
     document_prefix: str = "_documents/"
+    # past this many seconds of work queued in the decoder (at its measured speed), a request is refused at once with
+    # 429 and Retry-After instead of waiting without limit (handler.decoder)
+    max_queue_s: float = 30.0
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str, str]] = [
@@ -124,6 +128,7 @@ class RuntimeConfig:
             ),
             (self.part_chars == 0 or self.part_chars >= 1_000, ENV_PART_CHARS, "0 (no fan-out) or at least 1000"),
             (self.memory_bytes >= 0, ENV_MEMORY_BYTES, "0 (no translation memory) or a positive number of bytes"),
+            (self.max_queue_s > 0, ENV_MAX_QUEUE_S, "a positive number of seconds"),
             (
                 self.work_prefix.endswith("/")
                 and not self.work_prefix.startswith(self.output_prefix or "\0")
@@ -274,6 +279,7 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_STATE_PREFIX: "state_prefix",
     ENV_DOCUMENT_BUCKET: "document_bucket",
     ENV_DOCUMENT_PREFIX: "document_prefix",
+    ENV_MAX_QUEUE_S: "max_queue_s",
 }
 
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
@@ -304,6 +310,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "state_prefix": lambda _variable, raw: raw,
     "document_bucket": lambda _variable, raw: raw,
     "document_prefix": lambda _variable, raw: raw,
+    "max_queue_s": _number(float, "a number"),
 }
 
 assert set(_PARSERS) == set(_FIELD_BY_ENV.values()) == {f.name for f in fields(RuntimeConfig)}

@@ -61,6 +61,19 @@ class DeadlineExceededError(TranslatorError):
     status = 503
 
 
+class ServerBusyError(TranslatorError):
+    """More work is queued than the decoder's budget (``handler.decoder``): retry after ``retry_after_s`` seconds
+    (answered with ``Retry-After``; DeepL's and LibreTranslate's clients retry 429 themselves)."""
+
+    code = "busy"
+    status = 429
+    libretranslate_status = 429
+
+    def __init__(self, message: str, retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class StorageError(TranslatorError):
     """The object store kept failing (connection dropped, timed out, 5xx) after retries, or no time was left to
     retry; nothing was written, and the platform retries the event."""

@@ -23,9 +23,11 @@ sentence in the text), every other segment keeping its main translation; a text 
 translation (no Chinese, or the search found none) has none. Alternatives are distinct, differ from the main
 translation, come in the search's order (best first) and are the same for the same request.
 
-One batch decodes at a time per service (a lock): the ONNX Runtime sessions already use every thread the
-configuration gives them, so concurrent requests would only compete for the same cores and memory. A request
-carries its options, deadline, progress and what it has decoded down the pipeline in one ``_Run``.
+The model step is the process's one decoder (``handler.decoder``): every request's segments wait in one queue and
+are batched together (a batch at a time: the ONNX Runtime sessions already use every thread the configuration gives
+them), fairly and with back-pressure; the translation memory, the batch planner and the deadline projections live
+there. A request carries its options, its share of the decoder (``Job``: settings, priority, deadline, what it has
+decoded), progress and scores down the pipeline in one ``_Run``, built whole when the request begins.
 
 Streaming (``translate_stream``, ``handler.streaming``): the request's units (sentences of plain text, blocks of
 markup) are decoded in windows of consecutive units, each window's batches one at a time, and each unit is yielded
@@ -40,6 +42,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from handler.config import ENV_GLOSSARY_FILE, ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
+from handler.decoder import Decoder, Job, Priority, SearchKey, ThroughputMeter
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
 from handler.model.batching import (
     KV_CACHE_BUDGET_BYTES,
@@ -76,11 +79,10 @@ from handler.text.spans import (
     translate_protected,
 )
 from handler.text.validation import require_unicode
-from handler.translation_memory import MemoryKey, Remembered, TranslationMemory, current_work
+from handler.translation_memory import MemoryKey, TranslationMemory
 
 EXTRA_NEW_TOKENS = 10  # output tokens allowed on top of max_length_ratio x source tokens
 MIN_SEGMENT_TOKENS = 8
-SPEED_MEMORY = 0.8  # weight of earlier batches in the measured decoding speed
 SegmentModelScore = tuple[Hypothesis, int]  # a model input's hypothesis and its source token count
 
 
@@ -114,26 +116,6 @@ class StreamFinished:
 StreamEvent = StreamedUnit | StreamProgress | StreamFinished
 
 
-class ThroughputMeter:
-    """Decoding speed measured on finished batches, recent batches weighing more; projects future work.
-
-    Work is counted in source tokens times beams (a batch's output length follows its source length).
-    """
-
-    def __init__(self, memory: float = SPEED_MEMORY) -> None:
-        self._memory = memory
-        self._seconds = 0.0
-        self._work = 0.0
-
-    def record(self, seconds: float, work: float) -> None:
-        self._seconds = self._memory * self._seconds + seconds
-        self._work = self._memory * self._work + work
-
-    def seconds_for(self, work: float) -> float | None:
-        """Projected seconds for ``work``; None before anything was measured."""
-        return work * self._seconds / self._work if self._work else None
-
-
 @dataclass(frozen=True)
 class _Segments:
     """The distinct segments of a request: texts, their characters over all occurrences, and their ids."""
@@ -149,20 +131,23 @@ class _Segments:
 
 @dataclass
 class _Run:
-    """One request on its way through the service: its options and deadline, how it reports progress, and what its
-    decoding has found so far (carried down the pipeline as one object)."""
+    """One request on its way through the service: its options, its share of the decoder (``Job``: search
+    settings, priority, deadline and what it has decoded), how it reports progress, and the scores of what it
+    decoded (carried down the pipeline as one object)."""
 
     options: TranslateOptions
-    beam_size: int
-    deadline: float | None = None  # a time.monotonic() value
+    job: Job
     progress: Callable[[int, int], None] | None = None  # (done characters, total characters), after every batch
     total: int = 0  # the characters progress counts: every occurrence of every segment
-    # True: the first deadline check projects all the work still to do, and refuses at once when it cannot fit;
-    # False (streaming): each check projects the next batch only, so that everything done in time is delivered
-    refuse_early: bool = True
-    noun: str = "the text"  # what the deadline's messages call the request's text
-    decoded: dict[str, Remembered] = field(default_factory=dict)  # model input -> this request's decoding of it
     scored: dict[str, SegmentModelScore] = field(default_factory=dict)  # model input -> hypothesis, source tokens
+
+    @property
+    def beam_size(self) -> int:
+        return self.job.key.beam_size
+
+    @property
+    def deadline(self) -> float | None:
+        return self.job.deadline
 
 
 @dataclass(frozen=True)
@@ -232,9 +217,22 @@ class TranslationService:
         self.calibration = Calibration.from_manifest(model.manifest.confidence, str(model.bundle_dir))
         # room for the output: the source gets at most half of the model's positions
         self.max_source_tokens = max(MIN_SEGMENT_TOKENS, self._spec.max_positions // 2)
-        self._lock = threading.Lock()
-        self.throughput = ThroughputMeter()  # for deadline projections
         self.memory = TranslationMemory(config.memory_bytes)  # segments already translated (handler.translation_memory)
+        self._model_lock = threading.Lock()  # a batch at a time: the decoder's, or an n-best search's
+        self.decoder = Decoder(
+            search=self._search_rows,
+            plan=self._plan_rows,
+            encode=self._tokenizer.encode_batch,
+            finish=lambda ids: clean_translation(self._tokenizer.decode(ids)),
+            memory=self.memory,
+            memory_key=self._memory_key,
+            max_queue_s=config.max_queue_s,
+        )
+
+    @property
+    def throughput(self) -> ThroughputMeter:
+        """The decoding speed measured on finished batches (the decoder's), for deadline projections."""
+        return self.decoder.throughput
 
     # --- information ----------------------------------------------------------------------------------------
 
@@ -271,7 +269,7 @@ class TranslationService:
         speed says the request cannot finish in time, as ``translate_document``."""
         self._check_request(texts)
         try:
-            return self._translate(list(texts), self._run(options, deadline, None))
+            return self._translate(list(texts), self._run(options, deadline))
         finally:
             release_free_heap()  # the decoder's freed buffers go back to the system (handler.model.memory)
 
@@ -286,9 +284,9 @@ class TranslationService:
         raises ``DeadlineExceededError`` saying how many units were delivered. Closing the iterator (a client that
         hung up) stops the decoding before the next batch; nothing is left running."""
         self._check_request(texts)
-        run = self._run(options, deadline, None)
-        run.refuse_early = False
+        run = self._run(options, deadline, streamed=True)
         prepared = self._prepare(list(texts), run.options)
+        self.decoder.check_capacity()  # a full queue refuses now, before the answer begins
         return self._stream(prepared, run)
 
     def translate_document_stream(
@@ -299,9 +297,7 @@ class TranslationService:
         if not isinstance(text, str):
             raise InvalidRequestError(f"the document must be a string; got {type(text).__name__}")
         require_unicode(text, "the document")
-        run = self._run(options, deadline, None)
-        run.refuse_early = False
-        run.noun = "the document"
+        run = self._run(options, deadline, streamed=True, noun="the document", priority=Priority.BULK)
         return self._stream(self._prepare([text], run.options), run)
 
     def translate_alternatives(
@@ -314,7 +310,7 @@ class TranslationService:
                 f"the number of alternatives must be an integer from 0 to {MAX_ALTERNATIVES}; got {shown_value(count)}"
             )
         self._check_request(texts)
-        run = self._run(options, None, None)
+        run = self._run(options, None)
         try:
             if not count:
                 return [TextAlternatives(result.text) for result in self._translate(list(texts), run)]
@@ -351,8 +347,7 @@ class TranslationService:
             raise InvalidRequestError(f"the document must be a string; got {type(text).__name__}")
         require_unicode(text, "the document")
         try:
-            run = self._run(options, deadline, progress)
-            run.noun = "the document"
+            run = self._run(options, deadline, progress, noun="the document", priority=Priority.BULK)
             return self._translate([text], run)[0]
         finally:
             release_free_heap()
@@ -361,10 +356,24 @@ class TranslationService:
         self,
         options: TranslateOptions | None,
         deadline: float | None,
-        progress: Callable[[int, int], None] | None,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        streamed: bool = False,
+        noun: str = "the text",
+        priority: Priority = Priority.INTERACTIVE,
     ) -> _Run:
+        """A request's run, whole: a whole answer is refused at once when all its work cannot end before
+        ``deadline``; a stream (``streamed``) begins no batch that would end past it, so what is done in time goes
+        out. Documents (``translate_document*``) are bulk work: interactive requests go first (``handler.decoder``)."""
         options = options or TranslateOptions()
-        return _Run(options, options.beam_size or self.config.beam_size, deadline, progress)
+        key = SearchKey(
+            options.beam_size or self.config.beam_size,
+            options.length_penalty,
+            options.max_length_ratio,
+            options.repetition_guard,
+        )
+        job = Job(key, priority, deadline, refuse_early=not streamed, noun=noun)
+        return _Run(options, job, progress)
 
     # --- validation -----------------------------------------------------------------------------------------
 
@@ -499,15 +508,19 @@ class TranslationService:
                     else units[position].sources
                     for position in window
                 }
-                fresh = self._fresh([text for position in window for text in inputs_of[position]], run)
+                needed = [text for position in window for text in inputs_of[position]]
+                fresh_characters = sum(len(text) for text in needed if text not in run.job.decoded)
                 # progress: the source characters of the windows before, and this window's share of its batches
                 window_characters = sum(len(t) for position in window for t in units[position].sources)
-                fresh_characters, decoded = sum(map(len, fresh)), 0
-                yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent)
-                for characters in self._decode_batches(fresh, run, in_source_order=True):
-                    decoded += characters
-                    yield StreamProgress(done + decoded * window_characters // max(1, fresh_characters), run.total)
+                decoded = 0
+                # queued now, the memory's answers already in: a closed stream leaves the queue with the ``with``
+                with self.decoder.decode(needed, run.job, in_source_order=True) as batches:
                     yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent)
+                    for characters in batches:
+                        decoded += characters
+                        progress = done + decoded * window_characters // max(1, fresh_characters)
+                        yield StreamProgress(progress, run.total)
+                        yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent)
                 yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent, window_done=True)
                 done += window_characters
             translations = self._assemble(prepared, results, run)
@@ -540,7 +553,7 @@ class TranslationService:
             return
         start = max(sent.units, window.start)
         end = start
-        while end < window.stop and all(text in run.decoded for text in inputs_of[end]):
+        while end < window.stop and all(text in run.job.decoded for text in inputs_of[end]):
             end += 1
         if end == start:
             return
@@ -568,7 +581,7 @@ class TranslationService:
         def model(inputs: Sequence[str]) -> list[str]:
             outputs = []
             for text in inputs:
-                entry = run.decoded.get(text)
+                entry = run.job.decoded.get(text)
                 if entry is None:
                     missing.add(text)
                     outputs.append("")
@@ -695,7 +708,7 @@ class TranslationService:
         segments = self._segments(inputs)
         batches = self._plan(segments, options, beam_size)
         outputs: list[list[list[Hypothesis]]] = []
-        with self._lock:
+        with self._model_lock:
             for batch in batches:
                 rows = [segments.encoded[index] for index in batch.indices]
                 request = self._search_request(batch, segments, options, beam_size)
@@ -763,100 +776,62 @@ class TranslationService:
 
     def _model_translate(self, inputs: Sequence[str], run: _Run, *, report: bool = False) -> list[str]:
         """The model's cleaned translation of each input text (one segment each): what this request already decoded,
-        else the translation memory's, else decoded now (``report``: with progress); ``run.scored`` gets each
-        input's hypothesis and source token count."""
-        fresh = self._fresh(inputs, run)  # the memory's answers go into run.decoded
-        if fresh:
-            for _ in self._decode_batches(fresh, run, report=report):
-                pass
-        elif report and run.progress is not None:
+        else the translation memory's, else decoded now by the process's decoder (``report``: with progress);
+        ``run.scored`` gets each input's hypothesis and source token count."""
+        with self.decoder.decode(inputs, run.job) as answers:  # the memory's answers go into run.job.decoded
+            fresh = sum(len(text) for text in inputs if text not in run.job.decoded)
+            done = 0
+            for characters in answers:
+                done += characters
+                if report and run.progress is not None:
+                    run.progress(done * run.total // max(1, fresh), run.total)
+        if not fresh and report and run.progress is not None:
             run.progress(run.total, run.total)
         for text in dict.fromkeys(inputs):
-            entry = run.decoded[text]
+            entry = run.job.decoded[text]
             run.scored[text] = (entry.hypothesis, entry.source_tokens)
-        return [run.decoded[text].translation for text in inputs]
+        return [run.job.decoded[text].translation for text in inputs]
 
-    def _fresh(self, inputs: Sequence[str], run: _Run) -> list[str]:
-        """The ``inputs`` neither this request nor the translation memory has translated yet, every occurrence (the
-        memory's answers go into ``run.decoded``); counted in the request's work (segments from memory, decoded)."""
-        fresh: set[str] = set()
-        from_memory = 0
-        for text in dict.fromkeys(inputs):
-            if text in run.decoded:
-                continue
-            remembered = self.memory.get(self._memory_key(text, run))
-            if remembered is None:
-                fresh.add(text)
-            else:
-                run.decoded[text] = remembered
-                from_memory += 1
-        work = current_work.get()
-        if work is not None:
-            work.from_memory += from_memory
-            work.decoded += len(fresh)
-        return [text for text in inputs if text in fresh]
-
-    def _memory_key(self, text: str, run: _Run) -> MemoryKey:
-        options = run.options
+    def _memory_key(self, text: str, key: SearchKey) -> MemoryKey:
         return MemoryKey(
-            self._bundle_hash,
-            run.beam_size,
-            options.length_penalty,
-            options.max_length_ratio,
-            options.repetition_guard,
-            text,
+            self._bundle_hash, key.beam_size, key.length_penalty, key.max_length_ratio, key.repetition_guard, text
         )
 
-    def _decode_batches(
-        self, inputs: Sequence[str], run: _Run, *, report: bool = False, in_source_order: bool = False
-    ) -> Iterator[int]:
-        """Batch, decode and clean ``inputs`` (none translated yet; a repeated one is decoded once) into
-        ``run.decoded`` and the translation memory, one batch at a time; yields the characters each batch translated.
-        ``report``: calls ``run.progress`` after every batch. ``in_source_order``: the batches (the same ones) go in
-        the order of their earliest input, as a stream needs them. The deadline is checked before every batch
-        (``_check_deadline``)."""
-        if not inputs:
-            return
-        segments = self._segments(inputs)  # distinct, in the order of their first occurrence
-        batches = self._plan(segments, run.options, run.beam_size)
-        if in_source_order:
-            batches.sort(key=lambda batch: min(batch.indices))
-        done = 0
-        for number, batch in enumerate(batches):
-            if run.deadline is not None:
-                self._check_deadline(run, batches[number:], segments, number, len(batches))
-            with self._lock:
-                hypotheses = self._decode(batch, segments, run.options, run.beam_size)
-            release_free_heap()  # a batch's freed caches, before the next batch grows the heap again
-            characters = 0
-            for index, hypothesis in zip(batch.indices, hypotheses, strict=True):
-                text = segments.texts[index]
-                entry = Remembered(
-                    clean_translation(self._tokenizer.decode(hypothesis.ids)), hypothesis, len(segments.encoded[index])
-                )
-                run.decoded[text] = entry
-                self.memory.put(self._memory_key(text, run), entry)
-                characters += segments.characters[index]
-            done += characters
-            if report and run.progress is not None:
-                run.progress(done * run.total // max(1, segments.total_characters), run.total)
-            yield characters
+    def _search_rows(self, rows: list[list[int]], key: SearchKey) -> list[Hypothesis]:
+        """One batch of token rows with ``key``'s search (the decoder's thread calls it)."""
+        request = SearchRequest(
+            beam_size=key.beam_size,
+            # each row's own limit, from its own length: its output never depends on the batch it is in
+            max_new_tokens=tuple(self._max_new_tokens(len(row), key.max_length_ratio) for row in rows),
+            length_penalty=key.length_penalty,
+            repetition_guard=key.repetition_guard,
+        )
+        with self._model_lock:
+            return self.model.search(rows, request, width_multiple=WIDTH_MULTIPLE)
 
-    def max_new_tokens(self, source_tokens: int, options: TranslateOptions) -> int:
-        """Decoding steps for a source of ``source_tokens`` tokens (the end-of-sentence token included)."""
-        allowed = int(options.max_length_ratio * source_tokens) + EXTRA_NEW_TOKENS
-        return max(1, min(allowed, self._spec.max_positions - 1))
-
-    def _plan(self, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[Batch]:
+    def _plan_rows(self, lengths: list[int], key: SearchKey) -> list[Batch]:
+        """Rows of these token lengths cut into batches within the token and cache budgets (the decoder's planner)."""
         return plan_batches(
-            [len(ids) for ids in segments.encoded],
+            lengths,
             max_tokens=self.config.batch_tokens,
-            beam_size=beam_size,
+            beam_size=key.beam_size,
             row_bytes=lambda width: kv_cache_bytes_per_row(
-                self._spec.decoder_layers, self._spec.d_model, width, self.max_new_tokens(width, options)
+                self._spec.decoder_layers, self._spec.d_model, width, self._max_new_tokens(width, key.max_length_ratio)
             ),
             max_bytes=LARGE_MODEL_KV_CACHE_BUDGET_BYTES if self.model.model.lean else KV_CACHE_BUDGET_BYTES,
         )
+
+    def max_new_tokens(self, source_tokens: int, options: TranslateOptions) -> int:
+        """Decoding steps for a source of ``source_tokens`` tokens (the end-of-sentence token included)."""
+        return self._max_new_tokens(source_tokens, options.max_length_ratio)
+
+    def _max_new_tokens(self, source_tokens: int, max_length_ratio: float) -> int:
+        allowed = int(max_length_ratio * source_tokens) + EXTRA_NEW_TOKENS
+        return max(1, min(allowed, self._spec.max_positions - 1))
+
+    def _plan(self, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[Batch]:
+        key = SearchKey(beam_size, options.length_penalty, options.max_length_ratio, options.repetition_guard)
+        return self._plan_rows([len(ids) for ids in segments.encoded], key)
 
     def _search_request(
         self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int
@@ -868,42 +843,3 @@ class TranslationService:
             length_penalty=options.length_penalty,
             repetition_guard=options.repetition_guard,
         )
-
-    def _decode(self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[Hypothesis]:
-        request = self._search_request(batch, segments, options, beam_size)
-        began = time.perf_counter()
-        rows = [segments.encoded[index] for index in batch.indices]
-        result = self.model.search(rows, request, width_multiple=WIDTH_MULTIPLE)
-        self.throughput.record(time.perf_counter() - began, _work(batch, segments, beam_size))
-        return result
-
-    # --- deadlines ------------------------------------------------------------------------------------------
-
-    def _check_deadline(
-        self, run: _Run, remaining: Sequence[Batch], segments: _Segments, number: int, total: int
-    ) -> None:
-        """Raise ``DeadlineExceededError`` when the deadline passed, or when the measured speed says the work ahead
-        (all of it on a request's first check, ``run.refuse_early``; else the next batch) cannot end before it."""
-        assert run.deadline is not None
-        now = time.monotonic()
-        done = f"{number} of {total} batches done" if number else "nothing was translated"
-        if now >= run.deadline:
-            raise DeadlineExceededError(f"the deadline passed before batch {number + 1} of {total}; {done}")
-        if number == 0 and run.refuse_early:
-            needed = self.throughput.seconds_for(sum(_work(batch, segments, run.beam_size) for batch in remaining))
-            what = f"{run.noun} needs about"
-        else:
-            needed = self.throughput.seconds_for(_work(remaining[0], segments, run.beam_size))
-            what = f"batch {number + 1} of {total} needs about"
-        if needed is None:
-            return
-        left = run.deadline - now
-        if needed > left:
-            raise DeadlineExceededError(
-                f"{what} {needed:,.1f} s at the measured speed, but only {left:,.1f} s are left before the deadline; "
-                f"{done}"
-            )
-
-
-def _work(batch: Batch, segments: _Segments, beam_size: int) -> float:
-    return float(beam_size * sum(len(segments.encoded[index]) for index in batch.indices))

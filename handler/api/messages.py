@@ -265,5 +265,15 @@ def error_response(status: int, code: str, message: str) -> HttpResponse:
 
 
 def response_for_error(error: TranslatorError) -> HttpResponse:
-    """The JSON error response for one of our errors, with the status its class declares."""
-    return error_response(status_for(error), error.code, str(error))
+    """The JSON error response for one of our errors, with the status its class declares (and ``Retry-After``
+    where the error says when to retry: ``error_headers``)."""
+    response = error_response(status_for(error), error.code, str(error))
+    response.headers.update(error_headers(error))
+    return response
+
+
+def error_headers(error: TranslatorError) -> dict[str, str]:
+    """The headers an error's answer carries in every API's shape: ``Retry-After`` (seconds) for a refusal that
+    says when to come back (``ServerBusyError``: the decoder's queue is full)."""
+    retry_after = getattr(error, "retry_after_s", None)
+    return {"Retry-After": str(retry_after)} if retry_after is not None else {}

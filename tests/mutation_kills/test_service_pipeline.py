@@ -20,6 +20,7 @@ from handler.errors import DeadlineExceededError, InvalidRequestError
 from handler.service import ThroughputMeter, TranslateOptions, TranslationService
 from handler.text.glossary import Glossary
 from tests.fuzz.shipped import needs_shipped_bundle, shipped_config, shipped_model, shipped_service, shipped_tokenizer
+from tests.runtime.decoder_hooks import after_each_batch
 
 CHINESE_LINES = (
     "今天天气很好，我们一起去公园散步，然后在湖边吃午饭。",  # 26 characters: the longest, the first batch
@@ -321,28 +322,26 @@ def test_a_document_that_cannot_finish_in_time_is_refused_before_work() -> None:
 def test_a_deadline_passing_between_batches_stops_the_work() -> None:
     service, counting = counting_service(batch_tokens=64)
     deadline = time.monotonic() + 1.0
-
-    def wait_past_the_deadline(done: int, total: int) -> None:
-        time.sleep(max(0.0, deadline - time.monotonic()) + 0.01)
-
+    after_each_batch(service, lambda rows: time.sleep(max(0.0, deadline - time.monotonic()) + 0.01))
     with pytest.raises(DeadlineExceededError) as caught:
-        service.translate_document(DOCUMENT, deadline=deadline, progress=wait_past_the_deadline)
-    assert str(caught.value) == f"the deadline passed before batch 2 of {BATCHES}; 1 of {BATCHES} batches done"
+        service.translate_document(DOCUMENT, deadline=deadline)
+    assert re.fullmatch(
+        r"the deadline passed before batch 2 of the document; 1 batches done \(([\d,]+) of ([\d,]+) characters\)",
+        str(caught.value),
+    ), str(caught.value)
     assert counting.batches == 1
 
 
 @needs_shipped_bundle
 def test_a_batch_that_would_overrun_is_not_started() -> None:
     service, counting = counting_service(batch_tokens=64)
-
-    def slow_down(done: int, total: int) -> None:  # from now on the measured speed is about 1,000 s per token
-        service.throughput.record(seconds=1e6, work=1.0)
-
+    # from the first batch on, the measured speed is about 1,000 s per token
+    after_each_batch(service, lambda rows: service.throughput.record(seconds=1e6, work=1.0))
     with pytest.raises(DeadlineExceededError) as caught:
-        service.translate_document(DOCUMENT, deadline=time.monotonic() + 3600, progress=slow_down)
+        service.translate_document(DOCUMENT, deadline=time.monotonic() + 3600)
     needed, left = _seconds_in(
-        rf"batch 2 of {BATCHES} needs about ([\d,.]+) s at the measured speed, but only ([\d,.]+) s are left before "
-        rf"the deadline; 1 of {BATCHES} batches done",
+        r"batch 2 of the document needs about ([\d,.]+) s at the measured speed, but only ([\d,.]+) s are left "
+        r"before the deadline; 1 batches done \([\d,]+ of [\d,]+ characters\)",
         str(caught.value),
     )
     assert needed > left > 3500

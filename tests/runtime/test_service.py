@@ -15,6 +15,7 @@ from handler.model.loader import LoadedModel
 from handler.service import OPTION_NAMES, TranslateOptions, TranslationService
 from handler.text.segmentation import split_document
 from tests.runtime.conftest import SENTENCES
+from tests.runtime.decoder_hooks import after_each_batch
 from tests.runtime.step_models import CountingModel
 
 PARAGRAPHS = (
@@ -217,29 +218,25 @@ def test_a_deadline_passing_between_batches_stops_the_work(
 ) -> None:
     service, counting = counting_service(tiny_loaded, tiny_config.with_overrides(batch_tokens=64))
     deadline = time.monotonic() + 2.0
-
-    def wait_past_the_deadline(done: int, total: int) -> None:
-        time.sleep(max(0.0, deadline - time.monotonic()) + 0.01)
-
+    after_each_batch(service, lambda rows: time.sleep(max(0.0, deadline - time.monotonic()) + 0.01))
     with pytest.raises(
-        DeadlineExceededError, match=r"^the deadline passed before batch 2 of \d+; 1 of \d+ batches done$"
+        DeadlineExceededError,
+        match=r"^the deadline passed before batch 2 of the document; 1 batches done \([\d,]+ of [\d,]+ characters\)$",
     ):
-        service.translate_document(PARAGRAPHS, deadline=deadline, progress=wait_past_the_deadline)
+        service.translate_document(PARAGRAPHS, deadline=deadline)
     assert len(counting.encoded_rows) == 1
 
 
 def test_a_batch_that_would_overrun_is_not_started(tiny_loaded: LoadedModel, tiny_config: RuntimeConfig) -> None:
     service, counting = counting_service(tiny_loaded, tiny_config.with_overrides(batch_tokens=64))
-
-    def slow_down(done: int, total: int) -> None:  # from now on the measured speed is 1,000 s per token
-        service.throughput.record(seconds=1e6, work=1.0)
-
+    # from the first batch on, the measured speed is 1,000 s per token
+    after_each_batch(service, lambda rows: service.throughput.record(seconds=1e6, work=1.0))
     with pytest.raises(
         DeadlineExceededError,
-        match=r"^batch 2 of \d+ needs about [\d,.]+ s at the measured speed, but only [\d,.]+ s are left before the "
-        r"deadline; 1 of \d+ batches done$",
+        match=r"^batch 2 of the document needs about [\d,.]+ s at the measured speed, but only [\d,.]+ s are left "
+        r"before the deadline; 1 batches done \([\d,]+ of [\d,]+ characters\)$",
     ):
-        service.translate_document(PARAGRAPHS, deadline=time.monotonic() + 3600, progress=slow_down)
+        service.translate_document(PARAGRAPHS, deadline=time.monotonic() + 3600)
     assert len(counting.encoded_rows) == 1
 
 

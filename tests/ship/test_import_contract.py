@@ -145,6 +145,7 @@ def test_ls_handler_shows_the_layers() -> None:
         "__main__",
         "coldstart",
         "config",
+        "decoder",
         "errors",
         "options",
         "service",
