@@ -12,16 +12,7 @@ request limit (characters, texts, option ranges, document deadlines) is enforced
 violations raise the typed errors of ``handler.errors`` with messages that say what was found and what is
 allowed.
 
-Alternatives (``translate_alternatives``, LibreTranslate's ``alternatives``): up to ``MAX_ALTERNATIVES`` other
-translations of each text, from a separate beam search of width ``min(MAX_BEAM_SIZE, max(beam_size, 2 * count))``
-that keeps every finished hypothesis of each segment (``Decoding.search_n_best``), never from or into the
-translation memory (which holds one best translation per segment). Each hypothesis goes through the same
-protected-span rounds as the main translation (URLs, numbers, glossary terms...: ``handler.text.spans``), so an
-alternative keeps every span the main translation keeps. A text's alternatives vary one segment: the segment with
-the most distinct translations other than the main one (the first such segment on a tie; every occurrence of that
-sentence in the text), every other segment keeping its main translation; a text whose segments have no other
-translation (no Chinese, or the search found none) has none. Alternatives are distinct, differ from the main
-translation, come in the search's order (best first) and are the same for the same request.
+Alternatives (``translate_alternatives``, LibreTranslate's ``alternatives``): ``handler.alternatives``.
 
 The model step is the process's one decoder (``handler.decoder``): every request's segments wait in one queue and
 are batched together (a batch at a time: the ONNX Runtime sessions already use every thread the configuration gives
@@ -41,6 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from handler.alternatives import NBestSearch, TextAlternatives, other_translations, vary_one_segment
 from handler.config import ENV_GLOSSARY_FILE, ENV_MAX_CHARS, ENV_MAX_TEXTS, MAX_BEAM_SIZE, RuntimeConfig
 from handler.decoder import Decoder, Job, Priority, SearchKey, ThroughputMeter
 from handler.errors import DeadlineExceededError, InvalidRequestError, RequestTooLargeError
@@ -51,7 +43,6 @@ from handler.model.batching import (
     Batch,
     kv_cache_bytes_per_row,
     plan_batches,
-    restore_order,
 )
 from handler.model.confidence import Calibration, ScoredSegment, SegmentScore, assess, locate
 from handler.model.decoding import Hypothesis
@@ -97,14 +88,6 @@ class TextTranslation:
 
 
 @dataclass(frozen=True)
-class TextAlternatives:
-    """One text's translation (as ``translate_many`` gives it) and up to the asked number of other translations."""
-
-    text: str
-    alternatives: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class StreamFinished:
     """A streamed request's last event: every text's translation exactly as ``translate_detailed`` gives it."""
 
@@ -114,19 +97,6 @@ class StreamFinished:
 
 
 StreamEvent = StreamedUnit | StreamProgress | StreamFinished
-
-
-@dataclass(frozen=True)
-class _Segments:
-    """The distinct segments of a request: texts, their characters over all occurrences, and their ids."""
-
-    texts: list[str]
-    characters: list[int]
-    encoded: list[list[int]]
-
-    @property
-    def total_characters(self) -> int:
-        return sum(self.characters)
 
 
 @dataclass
@@ -219,6 +189,14 @@ class TranslationService:
         self.max_source_tokens = max(MIN_SEGMENT_TOKENS, self._spec.max_positions // 2)
         self.memory = TranslationMemory(config.memory_bytes)  # segments already translated (handler.translation_memory)
         self._model_lock = threading.Lock()  # a batch at a time: the decoder's, or an n-best search's
+        self._n_best = NBestSearch(
+            lambda: self.model,
+            self._plan_rows,
+            self._tokenizer.encode_batch,
+            lambda ids: clean_translation(self._tokenizer.decode(ids)),
+            self._max_new_tokens,
+            self._model_lock,
+        )
         self.decoder = Decoder(
             search=self._search_rows,
             plan=self._plan_rows,
@@ -402,18 +380,6 @@ class TranslationService:
         return split_document(text, self._tokenizer.count_tokens, self.max_source_tokens)
 
     # --- translation ----------------------------------------------------------------------------------------
-
-    def _segments(self, inputs: Sequence[str]) -> _Segments:
-        index: dict[str, int] = {}
-        characters: list[int] = []
-        for text in inputs:
-            position = index.setdefault(text, len(index))
-            if position == len(characters):
-                characters.append(0)
-            characters[position] += len(text)
-        texts = list(index)
-        encoded = self._tokenizer.encode_batch(texts) if texts else []
-        return _Segments(texts, characters, encoded)
 
     def _prepare(self, texts: Sequence[str], options: TranslateOptions) -> _Prepared:
         converted = [self.scripts.to_model_script(text, options.source) for text in texts]
@@ -658,66 +624,23 @@ class TranslationService:
         return dict(zip(sources, found, strict=True))
 
     def _alternatives(self, texts: list[str], run: _Run, count: int) -> list[TextAlternatives]:
-        """Each text's translation with up to ``count`` alternatives (the module's docstring says which)."""
+        """Each text's translation with up to ``count`` alternatives (``handler.alternatives`` says which)."""
         options = run.options
         prepared = self._prepare(texts, options)
         translations, main = self._translate_prepared(prepared, run)
-        beam_size = min(MAX_BEAM_SIZE, max(options.beam_size or self.config.beam_size, 2 * count))
-        sources = list(dict.fromkeys(prepared.sources))
-        candidates: dict[str, list[str]] = {}  # model input -> its distinct cleaned translations, best first
-
-        def ranked(rank: int) -> Callable[[Sequence[str]], list[str]]:
-            """A model answering each input with its ``rank``-th translation (its last where it has fewer)."""
-
-            def model(inputs: Sequence[str]) -> list[str]:
-                missing = [text for text in dict.fromkeys(inputs) if text not in candidates]
-                if missing:
-                    candidates.update(self._decode_n_best(missing, options, beam_size))
-                return [candidates[text][min(rank, len(candidates[text]) - 1)] for text in inputs]
-
-            return model
-
-        others: dict[str, list[str]] = {source: [] for source in sources}  # distinct, none the main one
-        for rank in range(beam_size):
-            for source, result in self._segment_translations(sources, ranked(rank), options).items():
-                if result.text != main[source].text and result.text not in others[source]:
-                    others[source].append(result.text)
-            if all(len(found) <= rank + 1 for found in candidates.values()):
-                break  # no model input has a translation of a lower rank: the next ranks would repeat this one
-        results = []
-        for translation, markup, blocks in zip(translations, prepared.markups, prepared.documents, strict=True):
-            here = list(dict.fromkeys(t for document in blocks for t in document.texts))
-            chosen = max(here, key=lambda t: len(others[t]), default=None)  # max keeps the first of equals
-            alternatives: list[str] = []
-            for alternative in others[chosen] if chosen is not None else []:
-                english = [
-                    document.join([alternative if t == chosen else main[t].text for t in document.texts])
-                    for document in blocks
-                ]
-                output = markup.rebuild(english)
-                if output != translation.text and output not in alternatives:
-                    alternatives.append(output)
-                if len(alternatives) == count:
-                    break
-            results.append(TextAlternatives(translation.text, tuple(alternatives)))
-        return results
-
-    def _decode_n_best(self, inputs: Sequence[str], options: TranslateOptions, beam_size: int) -> dict[str, list[str]]:
-        """Each input's distinct cleaned translations, best first, from a search of width ``beam_size`` that keeps
-        every finished hypothesis; the translation memory is neither read nor written."""
-        segments = self._segments(inputs)
-        batches = self._plan(segments, options, beam_size)
-        outputs: list[list[list[Hypothesis]]] = []
-        with self._model_lock:
-            for batch in batches:
-                rows = [segments.encoded[index] for index in batch.indices]
-                request = self._search_request(batch, segments, options, beam_size)
-                outputs.append(self.model.search_n_best(rows, request, beam_size, width_multiple=WIDTH_MULTIPLE))
-        ranked = restore_order(batches, outputs, len(segments.texts))
-        return {
-            text: list(dict.fromkeys(clean_translation(self._tokenizer.decode(h.ids)) for h in hypotheses))
-            for text, hypotheses in zip(segments.texts, ranked, strict=True)
-        }
+        width = min(MAX_BEAM_SIZE, max(options.beam_size or self.config.beam_size, 2 * count))
+        key = SearchKey(width, options.length_penalty, options.max_length_ratio, options.repetition_guard)
+        others = other_translations(
+            list(dict.fromkeys(prepared.sources)),
+            main,
+            lambda inputs: self._n_best.ranked(inputs, key),
+            lambda sources, model: self._segment_translations(sources, model, options),
+            width,
+        )
+        return [
+            vary_one_segment(translation.text, markup, blocks, main, others, count)
+            for translation, markup, blocks in zip(translations, prepared.markups, prepared.documents, strict=True)
+        ]
 
     def _scored_segments(
         self,
@@ -828,18 +751,3 @@ class TranslationService:
     def _max_new_tokens(self, source_tokens: int, max_length_ratio: float) -> int:
         allowed = int(max_length_ratio * source_tokens) + EXTRA_NEW_TOKENS
         return max(1, min(allowed, self._spec.max_positions - 1))
-
-    def _plan(self, segments: _Segments, options: TranslateOptions, beam_size: int) -> list[Batch]:
-        key = SearchKey(beam_size, options.length_penalty, options.max_length_ratio, options.repetition_guard)
-        return self._plan_rows([len(ids) for ids in segments.encoded], key)
-
-    def _search_request(
-        self, batch: Batch, segments: _Segments, options: TranslateOptions, beam_size: int
-    ) -> SearchRequest:
-        # each row's own limit, from its own length: its output never depends on the batch it is in
-        return SearchRequest(
-            beam_size=beam_size,
-            max_new_tokens=tuple(self.max_new_tokens(len(segments.encoded[i]), options) for i in batch.indices),
-            length_penalty=options.length_penalty,
-            repetition_guard=options.repetition_guard,
-        )

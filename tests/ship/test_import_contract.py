@@ -143,6 +143,7 @@ def test_ls_handler_shows_the_layers() -> None:
     assert modules == [
         "__init__",
         "__main__",
+        "alternatives",
         "coldstart",
         "config",
         "decoder",
