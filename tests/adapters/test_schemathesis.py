@@ -1,7 +1,7 @@
 """schemathesis against the live server: functions-framework as ``make run`` starts it, on the shipped default
 model, its description fetched from ``GET /openapi.json`` (``st run``, the schemathesis command line).
 
-Every operation of the description (51) gets its explicit examples, the coverage phase's boundary and
+Every operation of the description (69) gets its explicit examples, the coverage phase's boundary and
 invalid values and ``MAX_EXAMPLES`` generated requests, valid and invalid, with a fixed seed (the same requests
 each run), and the stateful phase's chains of operations (the links schemathesis infers). Every check runs: no
 5xx; a documented status code, content type, body schema and headers (``X-Request-Id`` on every answer); invalid
