@@ -86,7 +86,8 @@ OWN_ROUTES = RouteTable(
     schemes=("ApiKeyHeader", "BearerKey"),
     routes=(
         Route(
-            "GET", "/", "web_page", "page", "The two-pane web page (Chinese left, English right), with the limits injected",
+            "GET", "/", "web_page", "page",
+            "The two-pane web page (Chinese left, English right), with the limits injected",
             {"200": response("the page", {"type": "string"}, "text/html")}, auth=False, tag="page",
         ),
         Route(

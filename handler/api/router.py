@@ -158,7 +158,7 @@ class HttpApi:
         self._bundle_hash = info.get("bundle_hash")
         self._page = render_page(startup, self.keys.required)
         self._page_csp = page_security_policy(self._page)
-        self._openapi = json.dumps(build_document(self.config), ensure_ascii=False).encode("utf-8")
+        self._openapi: bytes | None = None  # built on its first request, not at every cold start
         # JSON escapes a character in at most 12 bytes (an emoji: "\ud83d\ude00"); the margin covers keys, options
         # and a batch
         self.max_body_bytes = 12 * self.config.max_chars + 64 * self.config.max_texts + 65_536
@@ -309,6 +309,8 @@ class HttpApi:
         return HttpResponse(204, {"Allow": ", ".join(ROUTES["/translate"])}, b"")
 
     def _openapi_document(self, request: HttpRequest) -> HttpResponse:
+        if self._openapi is None:  # (two first requests at once build the same document twice: harmless)
+            self._openapi = json.dumps(build_document(self.config), ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-cache"}
         return HttpResponse(200, headers, self._openapi)
 

@@ -1,8 +1,11 @@
 """Route tables: each API's routes declared once (``Route``: method, path template, the method of the API that
 answers it, whether a key is checked, the request's shape, the responses), in one ``RouteTable`` per API. The
 router of each API finds a request's route there (``RouteTable.find``: the route, or the methods its path answers
-for a 405, or nothing for a 404) and ``handler.api.describe.paths_of`` writes the OpenAPI ``paths`` from the same
-table, so a route cannot be answered without being described, or described without being answered.
+for a 405, or nothing for a 404) and ``handler.api.describe.describe_table`` writes the OpenAPI ``paths`` from the
+same table, so a route cannot be answered without being described, or described without being answered.
+
+The tables' types are dataclasses never changed once declared, though neither frozen nor given a generated
+``__eq__`` or ``__repr__``: each generated method costs every cold start a fraction of a millisecond.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 from handler.config import RuntimeConfig
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class PathParameter:
     """A placeholder of a path template: ``pattern`` is what the document states; ``matches`` the segment the
     router takes there (default: the pattern), wider where a wrong value is answered by the route itself (an
@@ -41,7 +44,7 @@ class PathParameter:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Route:
     """One operation: ``handler`` names the API's method that answers it; ``shape`` its request's declaration
     (``handler.api.shapes``), read from ``body`` (its media types) or, without one, from the query string;
@@ -66,7 +69,7 @@ class Route:
     request_body: Callable[[RuntimeConfig], dict[str, Any]] | None = None  # instead of the shape's
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Found:
     """What a table holds for a request: its ``route`` and path ``parameters``; or, for a path it has with another
     method, the ``allowed`` methods (a 405); ``template`` None: no route at all (a 404)."""
@@ -77,7 +80,7 @@ class Found:
     allowed: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class RouteTable:
     """The routes of one API. ``head``: a GET route answers HEAD too (its headers, no body); ``preflight``: every
     path answers a CORS preflight (OPTIONS); ``schemes``: the security schemes a route with ``auth`` takes; ``tag``:
@@ -90,15 +93,6 @@ class RouteTable:
     schemes: tuple[str, ...] = ()
     tag: str = ""
     error_schema: str = "Error"  # the component of the API's error answer (a preflight's 404)
-    _compiled: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False, default_factory=dict)
-
-    def __post_init__(self) -> None:
-        known = {parameter.name: parameter for parameter in self.parameters}
-        for template in self.templates():
-            pattern = re.escape(template)
-            for name in re.findall(r"\{(\w+)\}", template):
-                pattern = pattern.replace(re.escape(f"{{{name}}}"), f"(?P<{name}>{known[name].segment()})")
-            self._compiled[template] = re.compile(pattern)
 
     def templates(self) -> tuple[str, ...]:
         """Every path template, in the table's order."""
@@ -118,12 +112,25 @@ class RouteTable:
         return (*methods, *head, *(("OPTIONS",) if self.preflight and "OPTIONS" not in methods else ()))
 
     def match(self, path: str) -> tuple[str | None, dict[str, str]]:
-        """The template ``path`` (normalised, no query) belongs to and its parameters; (None, {}) for none."""
-        for template, pattern in self._compiled.items():
-            found = pattern.fullmatch(path)
-            if found is not None:
-                return template, found.groupdict()
+        """The template ``path`` (normalised, no query) belongs to and its parameters; (None, {}) for none. A
+        template without a placeholder is compared as it is; one with is matched only where its literal start is the
+        path's (its regular expression, compiled on first use: nothing is compiled at a cold start)."""
+        for template in self.templates():
+            if "{" not in template:
+                if path == template:
+                    return template, {}
+                continue
+            if path.startswith(template.split("{", 1)[0]):
+                found = re.fullmatch(self._expression(template), path)
+                if found is not None:
+                    return template, found.groupdict()
         return None, {}
+
+    def _expression(self, template: str) -> str:
+        expression = re.escape(template)
+        for name in re.findall(r"\{(\w+)\}", template):
+            expression = expression.replace(re.escape(f"{{{name}}}"), f"(?P<{name}>{self.parameter(name).segment()})")
+        return expression
 
     def find(self, method: str, path: str) -> Found:
         """The route answering ``method`` on ``path`` (HEAD: the GET route)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from handler.config import RuntimeConfig
@@ -70,16 +70,20 @@ class Upload(Protocol):
     def data(self) -> bytes: ...
 
 
-@dataclass(frozen=True)
 class Reading:
     """One field being read: where from, its name, the deployment's limits and the fields read before it (by name,
     for messages that name them)."""
 
-    fields: Fields
-    files: Mapping[str, Upload]
-    name: str
-    config: RuntimeConfig
-    read: Mapping[str, Any]
+    __slots__ = ("config", "fields", "files", "name", "read")
+
+    def __init__(
+        self, fields: Fields, files: Mapping[str, Upload], name: str, config: RuntimeConfig, read: Mapping[str, Any]
+    ) -> None:
+        self.fields = fields
+        self.files = files
+        self.name = name
+        self.config = config
+        self.read = read
 
     def refuse(self, template: str, **values: Any) -> TranslatorError:
         """``InvalidRequestError`` with ``template`` filled in: ``{name}``, the fields read so far, ``values`` and
@@ -137,9 +141,11 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, NULL]}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class Param:
-    """What every kind declares: its description, whether it is required and the message when it is absent."""
+    """What every kind declares: its description, whether it is required and the message when it is absent. The
+    kinds are dataclasses without a generated ``__eq__`` or ``__repr__`` and not frozen, though never changed once
+    declared: each generated method costs a cold start a fraction of a millisecond."""
 
     description: str = ""
     required: bool = False
@@ -168,7 +174,7 @@ class Param:
         return schema if form or self.required else _nullable(schema)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class Text(Param):
     """A string: a JSON string or a form field given once (``RequestFields.text`` refuses anything else), with an
     optional pattern and length; ``blank_is_absent``: "" means the field was not given."""
@@ -203,7 +209,7 @@ class Text(Param):
         return schema
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class Choice(Param):
     """One of ``values``, read in any case (``fold``: the value is given back upper- or lower-cased) and with its
     surrounding white space ignored (``strip``); ``refused``: values the API knows and refuses, each with its own
@@ -240,7 +246,7 @@ class Choice(Param):
         return {"type": "string", "pattern": pattern, "examples": list(self.values)}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class Texts(Param):
     """A string or a list of strings (a form's repeated field): at most ``max_items`` (the deployment's
     TRANSLATE_MAX_TEXTS) and, with ``max_length``, each of at most TRANSLATE_MAX_CHARS characters; ``blank_is_missing``
@@ -290,7 +296,7 @@ class Texts(Param):
         return {"oneOf": [one, many]}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class Count(Param):
     """A whole number from ``minimum`` to ``maximum``: a JSON integer (an integral float is one) or its digits, in a
     JSON string or a form field; "" and null mean the default (``default``)."""
@@ -327,7 +333,7 @@ class Count(Param):
         return {"anyOf": [number, {"type": "string", "pattern": f"^(?:{digits})?{TEXT_END}"}]}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class Switch(Param):
     """On or off: JSON true/false or 0/1, or the strings 0, 1, true and false (any case, white space around)."""
 
@@ -349,7 +355,7 @@ class Switch(Param):
         return text if form else {"anyOf": [{"type": "boolean"}, {"enum": [0, 1]}, text]}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class Names(Param):
     """Names separated by commas, in one string, a form's repeated field or a JSON list of such strings."""
 
@@ -368,7 +374,7 @@ class Names(Param):
         return {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class Refused(Param):
     """A parameter the API names and does not take: absent, null, "", [], 0 or false pass; anything else is refused
     with ``invalid``."""
@@ -383,7 +389,7 @@ class Refused(Param):
         return {"enum": [""]} if form else {"enum": ["", [], {}, 0, False]}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class File(Param):
     """A multipart body's file part: its bytes (``min_bytes`` at least) and the name the client gave it, whose
     suffix must be one of ``suffixes`` (``handler.formats.suffix_of``) unless the shape's ``name_field`` names it
@@ -417,7 +423,7 @@ class File(Param):
         return f"^\\s*[\\s\\S]*\\.(?:{suffixes})\\s*{TEXT_END}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class Objects(Param):
     """A JSON list of objects, each read as ``shape``, from ``min_items`` to ``max_items`` of them. Messages:
     ``invalid`` (not such a list), ``count`` (``{count}``: how many)."""
@@ -443,9 +449,19 @@ class Objects(Param):
         return schema if self.max_items is None else {**schema, "maxItems": self.max_items}
 
 
+class _Declared:
+    """A field of a shape as its class body declares it: its rule and its default (``param``)."""
+
+    __slots__ = ("default", "kind")
+
+    def __init__(self, kind: Param, default: Any) -> None:
+        self.kind = kind
+        self.default = default
+
+
 def param(kind: Param, default: Any = None) -> Any:
-    """A field of a request shape, its rule (``kind``) in the field's metadata."""
-    return field(default=default, metadata={"param": kind})
+    """A field of a request shape (``name: type = param(kind)`` in its class body) and its rule."""
+    return _Declared(kind, default)
 
 
 # --- rules across fields ----------------------------------------------------------------------------------------
@@ -460,7 +476,7 @@ class Rule:
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class NoReserved(Rule):
     """When ``switch`` reads as one of ``values`` (its texts are cut as markup), no text of ``texts`` may hold the
     private-use characters the markup is cut with (``handler.text.markup``)."""
@@ -492,7 +508,7 @@ class NoReserved(Rule):
         }
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class FileNamed(Rule):
     """The name of ``file`` (its part's, or ``name_field``'s when given) has one of the file's suffixes."""
 
@@ -515,7 +531,7 @@ class FileNamed(Rule):
         return {}  # the name's pattern is the file part's (``encoding``) and name_field's own
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Grammar(Rule):
     """When ``switch`` reads as one of ``values`` (or is absent, with ``when_absent``), ``text`` matches ``pattern``:
     a necessary condition of a format a parser reads (a glossary's TSV lines), stated in the schema; a text that
@@ -549,15 +565,40 @@ class Grammar(Rule):
 
 # --- a shape: reading and describing -----------------------------------------------------------------------------
 class Shape:
-    """The base of a request shape (a frozen dataclass of ``param`` fields) and its ``RULES`` across fields; a field
-    it does not declare is read and ignored (``IGNORED_VALUE_SCHEMA``)."""
+    """The base of a request shape: its class body declares each field, typed, with its rule (``name: type =
+    param(kind)``), in the order the fields are read, and its ``RULES`` across fields; a field it does not declare is
+    read and ignored (``IGNORED_VALUE_SCHEMA``). A value is immutable, its fields set once by ``read_shape``. (Not a
+    dataclass: a dataclass's generated code costs about half a millisecond a class at every cold start.)"""
 
     RULES: ClassVar[tuple[Rule, ...]] = ()
+    PARAMS: ClassVar[dict[str, Param]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        params = dict(cls.PARAMS)  # a base shape's fields first
+        for name in cls.__dict__.get("__annotations__", {}):
+            declared = cls.__dict__.get(name)
+            if isinstance(declared, _Declared):
+                params[name] = declared.kind
+                setattr(cls, name, declared.default)
+        cls.PARAMS = params
+
+    def __init__(self, **values: Any) -> None:
+        for name in self.PARAMS:
+            object.__setattr__(self, name, values.get(name, getattr(type(self), name)))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read once; its {name} is not set again")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.PARAMS)
+        return f"{type(self).__name__}({shown})"
 
 
 def params_of(shape: type) -> dict[str, Param]:
     """Each field of ``shape`` and its rule, in the declaration's order."""
-    return {each.name: each.metadata["param"] for each in fields(shape)}
+    params: dict[str, Param] = getattr(shape, "PARAMS", {})
+    return params
 
 
 def takes_files(shape: type | None) -> bool:

@@ -164,7 +164,6 @@ NEW_FIELD = """    word_limit: int = param(
     auth_key: str | None = param(_auth_key())
 
 
-@dataclass(frozen=True)
 class DeepLLanguagesRequest(Shape):"""
 NEW_FIELD_PROBE = """
 import json
@@ -194,8 +193,7 @@ def test_a_field_added_to_a_shape_is_read_and_described_with_no_other_edit(tmp_p
     shutil.copytree(REPO_ROOT / "handler", copy, ignore=shutil.ignore_patterns("__pycache__"))
     shapes = copy / "api" / "compat" / "deepl_shapes.py"
     source = shapes.read_text(encoding="utf-8")
-    anchor = "    auth_key: str | None = param(_auth_key())\n\n\n@dataclass(frozen=True)\n"
-    anchor += "class DeepLLanguagesRequest(Shape):"
+    anchor = "    auth_key: str | None = param(_auth_key())\n\n\nclass DeepLLanguagesRequest(Shape):"
     assert source.count(anchor) == 1
     source = source.replace(anchor, NEW_FIELD).replace("    Choice,\n", "    Choice,\n    Count,\n", 1)
     shapes.write_text(source, encoding="utf-8")

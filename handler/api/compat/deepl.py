@@ -123,7 +123,7 @@ _MARKUP = re.compile(r"<[^>]*>|&#?\w+;")  # tags and entities: not the text's la
 TSV_TYPE = "text/tab-separated-values"
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)  # (no generated __eq__, __repr__ or frozen setters: a cold start's time)
 class Call:
     """One request to one of DeepL's routes: its fields, their reading by the route's shape (None for a route
     without one), the key it presented and the path's parameters."""

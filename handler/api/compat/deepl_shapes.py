@@ -10,7 +10,6 @@ given", as this server documented them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from handler.api.shapes import (
@@ -134,7 +133,6 @@ def _auth_key() -> Text:
     return Text(description="DeepL's legacy key parameter")
 
 
-@dataclass(frozen=True)
 class DeepLTranslateRequest(Shape):
     """``POST /v2/translate``: DeepL's other options (split_sentences, context, ...) are accepted and ignored."""
 
@@ -189,7 +187,6 @@ class DeepLTranslateRequest(Shape):
     auth_key: str | None = param(_auth_key())
 
 
-@dataclass(frozen=True)
 class DeepLLanguagesRequest(Shape):
     """``GET``/``POST /v2/languages``."""
 
@@ -207,14 +204,12 @@ class DeepLLanguagesRequest(Shape):
     auth_key: str | None = param(_auth_key())
 
 
-@dataclass(frozen=True)
 class DeepLKeyRequest(Shape):
     """A route that takes nothing but the key (``/v2/usage``, the glossary routes); other fields are ignored."""
 
     auth_key: str | None = param(_auth_key())
 
 
-@dataclass(frozen=True)
 class DeepLDocumentUpload(Shape):
     """``POST /v2/document`` (multipart): the file, named by its part or by ``filename``, and the options of
     ``/v2/translate`` that apply to a document."""
@@ -265,7 +260,6 @@ class DeepLDocumentUpload(Shape):
     auth_key: str | None = param(_auth_key())
 
 
-@dataclass(frozen=True)
 class DeepLDictionaryQuery(Shape):
     """``GET /v3/glossaries/{glossary_id}/entries``: the dictionary whose entries to give, by its languages (another
     pair than the glossary's is its 404)."""
@@ -279,7 +273,6 @@ class DeepLDictionaryQuery(Shape):
     auth_key: str | None = param(_auth_key())
 
 
-@dataclass(frozen=True)
 class DeepLDocumentKey(Shape):
     """``POST /v2/document/{document_id}`` and its ``/result``."""
 
@@ -323,7 +316,6 @@ def _grammar() -> Grammar:
     return Grammar("entries", "entries_format", ("tsv",), TSV_ENTRIES_PATTERN, lambda text: parse_entries(text, "tsv"))
 
 
-@dataclass(frozen=True)
 class DeepLGlossaryCreate(Shape):
     """``POST /v2/glossaries``."""
 
@@ -337,7 +329,6 @@ class DeepLGlossaryCreate(Shape):
     auth_key: str | None = param(_auth_key())
 
 
-@dataclass(frozen=True)
 class DeepLDictionary(Shape):
     """One dictionary of ``POST /v3/glossaries``: this server's glossaries hold one, zh → en."""
 
@@ -348,7 +339,6 @@ class DeepLDictionary(Shape):
     entries_format: str = param(_entries_format(), "tsv")
 
 
-@dataclass(frozen=True)
 class DeepLMultilingualGlossaryCreate(Shape):
     """``POST /v3/glossaries`` (JSON)."""
 

@@ -94,7 +94,7 @@ _FORM_FIELDS = ("q", "q[]", "source", "target", "format", "alternatives", "api_k
 MAX_BODY_BYTES = 10 * 1024 * 1024
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)  # (no generated __eq__, __repr__ or frozen setters: a cold start's time)
 class Call:
     """One request to one of LibreTranslate's routes: its fields, their reading by the route's shape (None without
     one) and the path's parameters."""

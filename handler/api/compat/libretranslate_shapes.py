@@ -5,7 +5,6 @@ and ``POST /translate_file``, with LibreTranslate's words for what is missing or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from handler.api.shapes import Choice, Count, File, FileNamed, NoReserved, Shape, Text, Texts, param
@@ -50,7 +49,6 @@ def _api_key() -> Text:
     return Text(description="the key, with TRANSLATE_API_KEYS set (or X-API-Key / Authorization: Bearer)")
 
 
-@dataclass(frozen=True)
 class LibreTranslateRequest(Shape):
     """``POST /translate`` (told from this server's own by its fields: ``LibreTranslateApi.claims``)."""
 
@@ -97,7 +95,6 @@ class LibreTranslateRequest(Shape):
     api_key: str | None = param(_api_key())
 
 
-@dataclass(frozen=True)
 class LibreTranslateQuery(Shape):
     """``POST /detect``."""
 
@@ -119,7 +116,6 @@ def _last_segment(name: str) -> str:
     return name.replace("\\", "/").rsplit("/", 1)[-1].strip()
 
 
-@dataclass(frozen=True)
 class LibreTranslateFile(Shape):
     """``POST /translate_file`` (multipart)."""
 
