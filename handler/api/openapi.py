@@ -16,9 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from handler.api.compat.deepl_openapi import deepl_schemas
 from handler.api.compat.deepl_routes import DEEPL_ROUTES
-from handler.api.compat.libretranslate_openapi import libretranslate_schemas
 from handler.api.compat.libretranslate_routes import LIBRETRANSLATE_ROUTES
 from handler.api.describe import (
     NO_MARKUP_PATTERN,
@@ -41,6 +39,10 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
     """The description; ``config`` supplies the deployment's limits and whether a key is required. One builder per
     API (this server's own, LibreTranslate's, DeepL's) writes its paths; ``tests/adapters/test_openapi.py`` fails
     when a route the code answers is missing here, or the other way round."""
+    # the answers' types: imported when the document is built (its first request), not at a cold start
+    from handler.api.compat.deepl_openapi import deepl_schemas
+    from handler.api.compat.libretranslate_openapi import libretranslate_schemas
+
     config = config if config is not None else RuntimeConfig()
     keys_required = bool(config.api_keys)
     own_paths, _ = describe_table(OWN_ROUTES, config, keys_required)

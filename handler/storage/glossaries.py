@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Literal, TypedDict
 
 from handler.errors import GlossaryNotFoundError, InvalidRequestError, RequestTooLargeError, TranslatorError
 from handler.storage.owners import owner_of
@@ -75,6 +75,45 @@ _TSV_LINE = f"(?:[{_WHITE}]*|[^\t\r\n]*\t[^\t\r\n]*)"
 TSV_ENTRIES_PATTERN = f"^\ufeff?(?=[\\s\\S]*[^{_WHITE}\r\n])(?:{_TSV_LINE}(?:\r\n|\n|\r))*{_TSV_LINE}(?![\\s\\S])"
 
 
+class GlossaryDescription(TypedDict):
+    """A glossary's description, as DeepL's v2 glossary API gives it (the annotations' dictionaries are what the API's
+    document says beyond the types: ``handler.api.answers``)."""
+
+    glossary_id: str
+    name: str
+    ready: bool
+    source_lang: Annotated[str, {"enum": [SOURCE_LANG]}]
+    target_lang: Annotated[str, {"enum": [TARGET_LANG]}]
+    creation_time: Annotated[str, {"format": "date-time"}]
+    entry_count: Annotated[int, {"minimum": 1}]
+
+
+class DictionaryDescription(TypedDict):
+    """A glossary's one dictionary, as DeepL's v3 API describes it."""
+
+    source_lang: Annotated[str, {"enum": [SOURCE_LANG]}]
+    target_lang: Annotated[str, {"enum": [TARGET_LANG]}]
+    entry_count: Annotated[int, {"minimum": 1}]
+
+
+class MultilingualGlossaryDescription(TypedDict):
+    """A glossary's description, as DeepL's v3 (multilingual) glossary API gives it: one dictionary, zh → en."""
+
+    glossary_id: str
+    name: str
+    dictionaries: list[DictionaryDescription]
+    creation_time: Annotated[str, {"format": "date-time"}]
+
+
+class DictionaryEntries(TypedDict):
+    """A dictionary's entries, as ``/v3/glossaries/{glossary_id}/entries`` gives them."""
+
+    source_lang: Annotated[str, {"enum": [SOURCE_LANG]}]
+    target_lang: Annotated[str, {"enum": [TARGET_LANG]}]
+    entries: Annotated[str, "source<TAB>target per line"]
+    entries_format: Literal["tsv"]
+
+
 @dataclass(frozen=True)
 class GlossaryInfo:
     """A stored glossary's description, as DeepL's API gives it (``as_json``)."""
@@ -86,7 +125,7 @@ class GlossaryInfo:
     creation_time: str  # ISO 8601 UTC with milliseconds, e.g. 2026-12-02T07:13:53.123Z
     entry_count: int
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> GlossaryDescription:
         return {
             "glossary_id": self.glossary_id,
             "name": self.name,
@@ -97,9 +136,13 @@ class GlossaryInfo:
             "entry_count": self.entry_count,
         }
 
-    def as_v3_json(self) -> dict[str, Any]:
+    def as_v3_json(self) -> MultilingualGlossaryDescription:
         """The description DeepL's multilingual glossary API (``/v3/glossaries``) gives: one dictionary, zh → en."""
-        dictionary = {"source_lang": self.source_lang, "target_lang": self.target_lang, "entry_count": self.entry_count}
+        dictionary: DictionaryDescription = {
+            "source_lang": self.source_lang,
+            "target_lang": self.target_lang,
+            "entry_count": self.entry_count,
+        }
         return {
             "glossary_id": self.glossary_id,
             "name": self.name,
@@ -131,7 +174,7 @@ class StoredGlossary:
                 f"{self.info.source_lang} → {self.info.target_lang}, not {source_lang} → {target_lang}"
             )
 
-    def dictionary_v3_json(self) -> dict[str, Any]:
+    def dictionary_v3_json(self) -> DictionaryEntries:
         """The one dictionary's entries as ``/v3/glossaries/{id}/entries`` gives them (TSV text)."""
         return {
             "source_lang": self.info.source_lang,

@@ -75,7 +75,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from handler.api.compat.deepl_routes import DEEPL_ROUTES, ROUTES
@@ -107,12 +107,27 @@ from handler.text.markup import TagRules, translate_tagged
 from handler.text.script_conversion import AUTO
 from handler.text.spans import has_chinese
 
+if TYPE_CHECKING:  # the answers' types, for mypy: their module is imported when the document is built
+    from handler.api.compat.deepl_openapi import (
+        DeepLDocumentHandle,
+        DeepLDocumentStatus,
+        DeepLError,
+        DeepLGlossaryLanguagePairs,
+        DeepLGlossaryList,
+        DeepLLanguage,
+        DeepLMultilingualGlossaryEntries,
+        DeepLMultilingualGlossaryList,
+        DeepLTranslation,
+        DeepLTranslations,
+        DeepLUsage,
+    )
+
 __all__ = ["CHARACTER_LIMIT", "MAX_BODY_BYTES", "ROUTES", "DeepLApi", "detected_language"]
 
 logger = logging.getLogger(__name__)
 
-SOURCE_LANGUAGES = [{"language": "ZH", "name": "Chinese"}]
-TARGET_LANGUAGES = [
+SOURCE_LANGUAGES: list[DeepLLanguage] = [{"language": "ZH", "name": "Chinese"}]
+TARGET_LANGUAGES: list[DeepLLanguage] = [
     {"language": "EN-GB", "name": "English (British)", "supports_formality": False},
     {"language": "EN-US", "name": "English (American)", "supports_formality": False},
 ]
@@ -204,7 +219,7 @@ class DeepLApi:
             if request.method == "OPTIONS":  # a CORS preflight, for any of the route's paths
                 return HttpResponse(204, {"Allow": ", ".join((*allowed, "OPTIONS"))}, b"")
             if found.route is None:
-                message = {"message": f"{found.template} answers {' and '.join(allowed)}"}
+                message = _message(f"{found.template} answers {' and '.join(allowed)}")
                 return json_response(405, message, {"Allow": ", ".join(allowed)})
             route = found.route
             files: dict[str, UploadedFile] = {}
@@ -217,17 +232,15 @@ class DeepLApi:
             )
             return answer
         except ApiStatus as error:
-            return json_response(error.status, {"message": str(error)})
+            return json_response(error.status, _message(str(error)))
         except TranslatorError as error:
             status = status_for(error, ErrorShape.DEEPL)
             if status >= 500:
                 logger.error("DeepL %s failed: %s: %s", path, type(error).__name__, error)
-            return json_response(status, {"message": str(error)})
+            return json_response(status, _message(str(error)))
         except Exception:
             logger.exception("DeepL %s failed with an unexpected error", path)
-            return json_response(
-                500, {"message": "internal error while translating; the function's log has the details"}
-            )
+            return json_response(500, _message("internal error while translating; the function's log has the details"))
 
     def _check_key(self, request: HttpRequest, fields: RequestFields) -> None:
         if not key_is_valid(request, fields.text("auth_key"), self.keys):
@@ -245,7 +258,8 @@ class DeepLApi:
         return json_response(200, SOURCE_LANGUAGES if call.values.type == "source" else TARGET_LANGUAGES)
 
     def _usage(self, call: Call) -> HttpResponse:
-        return json_response(200, {"character_count": self._characters, "character_limit": CHARACTER_LIMIT})
+        usage: DeepLUsage = {"character_count": self._characters, "character_limit": CHARACTER_LIMIT}
+        return json_response(200, usage)
 
     def _translate(self, call: Call) -> HttpResponse:
         request = call.values
@@ -280,15 +294,19 @@ class DeepLApi:
         billed = [len(text) for text in texts]
         with self._lock:
             self._characters += sum(billed)
-        answers = []
+        answers: list[DeepLTranslation] = []
         for output, language, characters in zip(outputs, languages, billed, strict=True):
             # with source_lang given, DeepL answers it as the detected language (its base, ZH)
-            answer: dict[str, Any] = {"detected_source_language": "ZH" if source else language, "text": output}
-            answer["billed_characters"] = characters
+            answer: DeepLTranslation = {
+                "detected_source_language": "ZH" if source else language,
+                "text": output,
+                "billed_characters": characters,
+            }
             if request.model_type:
                 answer["model_type_used"] = MODEL_TYPE_USED
             answers.append(answer)
-        return json_response(200, {"translations": answers})
+        translations: DeepLTranslations = {"translations": answers}
+        return json_response(200, translations)
 
     # --- documents ----------------------------------------------------------------------------------------------
     def _upload(self, call: Call) -> HttpResponse:
@@ -315,7 +333,8 @@ class DeepLApi:
                 owner=self._owner(call.key),
             )
         )  # fmt: skip
-        return json_response(200, {"document_id": handle.document_id, "document_key": handle.document_key})
+        created: DeepLDocumentHandle = {"document_id": handle.document_id, "document_key": handle.document_key}
+        return json_response(200, created)
 
     def _document_status(self, call: Call) -> HttpResponse:
         status = self.documents.status(call.parameters["document_id"], call.values.document_key, self._owner(call.key))
@@ -334,12 +353,15 @@ class DeepLApi:
 
     # --- glossaries (v2) ----------------------------------------------------------------------------------------
     def _glossary_language_pairs(self, call: Call) -> HttpResponse:
-        pairs = [{"source_lang": SOURCE_LANG, "target_lang": TARGET_LANG}]
-        return json_response(200, {"supported_languages": pairs})
+        pairs: DeepLGlossaryLanguagePairs = {
+            "supported_languages": [{"source_lang": SOURCE_LANG, "target_lang": TARGET_LANG}]
+        }
+        return json_response(200, pairs)
 
     def _glossaries(self, call: Call) -> HttpResponse:
         listed = self.glossaries.list_glossaries(call.key)
-        return json_response(200, {"glossaries": [info.as_json() for info in listed]})
+        glossaries: DeepLGlossaryList = {"glossaries": [info.as_json() for info in listed]}
+        return json_response(200, glossaries)
 
     def _create_glossary(self, call: Call) -> HttpResponse:
         created = call.values
@@ -370,7 +392,8 @@ class DeepLApi:
     # --- glossaries (v3): the same stored glossaries as v2's, each one zh → en dictionary ---------------------------
     def _glossaries_v3(self, call: Call) -> HttpResponse:
         listed = self.glossaries.list_glossaries(call.key)
-        return json_response(200, {"glossaries": [info.as_v3_json() for info in listed]})
+        glossaries: DeepLMultilingualGlossaryList = {"glossaries": [info.as_v3_json() for info in listed]}
+        return json_response(200, glossaries)
 
     def _create_glossary_v3(self, call: Call) -> HttpResponse:
         created = call.values
@@ -391,7 +414,8 @@ class DeepLApi:
     def _glossary_entries_v3(self, call: Call) -> HttpResponse:
         stored = self.glossaries.get(call.parameters["glossary_id"], call.key)
         stored.require_dictionary(call.values.source_lang, call.values.target_lang)
-        return json_response(200, {"dictionaries": [stored.dictionary_v3_json()]})
+        entries: DeepLMultilingualGlossaryEntries = {"dictionaries": [stored.dictionary_v3_json()]}
+        return json_response(200, entries)
 
 
 def detected_language(text: str, *, markup: bool = False) -> str:
@@ -410,10 +434,15 @@ def detected_language(text: str, *, markup: bool = False) -> str:
     return ENGLISH if letters and 2 * latin >= len(letters) else "ZH"
 
 
-def _status_json(status: DocumentStatus) -> dict[str, Any]:
+def _message(text: str) -> DeepLError:
+    """DeepL's error answer."""
+    return {"message": text}
+
+
+def _status_json(status: DocumentStatus) -> DeepLDocumentStatus:
     """DeepL's status answer: ``seconds_remaining`` while translating, ``billed_characters`` when done,
     ``error_message`` on error."""
-    answer: dict[str, Any] = {"document_id": status.document_id, "status": status.status}
+    answer: DeepLDocumentStatus = {"document_id": status.document_id, "status": status.status}
     if status.seconds_remaining is not None and status.status in ("queued", "translating"):
         answer["seconds_remaining"] = status.seconds_remaining
     if status.billed_characters is not None and status.status == "done":

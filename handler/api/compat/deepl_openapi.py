@@ -1,191 +1,94 @@
-"""DeepL's response schemas (the OpenAPI document's components; ``handler.api.openapi`` assembles them) and its error
-answers: what ``handler.api.compat.deepl`` answers each route of its table (``handler.api.compat.deepl_routes``)
-with. The requests' schemas are not here: they come from the request shapes (``handler.api.compat.deepl_shapes``)."""
+"""DeepL's answers, typed (``handler.api.answers``): what ``handler.api.compat.deepl`` answers the routes of its table
+(``handler.api.compat.deepl_routes``) with, each a ``TypedDict`` mypy checks the handler's answers against, and the
+OpenAPI document's response schemas written from them (``deepl_schemas``; ``handler.api.openapi`` imports this
+module when it builds the document). The requests' schemas come from the request shapes
+(``handler.api.compat.deepl_shapes``); the glossaries' descriptions are the glossary store's types
+(``handler.storage.glossaries``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from handler.api.compat.deepl_shapes import MODEL_TYPE_USED
-from handler.api.describe import ref, response
+from handler.api.answers import answer_schemas
 from handler.storage.documents import DONE, ERROR, QUEUED, TRANSLATING
-from handler.storage.glossaries import SOURCE_LANG, TARGET_LANG
-
-ERROR_SCHEMA = "DeepLError"
-COMMON_ERRORS = {
-    "400": "a bad request or an unsupported language",
-    "403": "authorization failure (TRANSLATE_API_KEYS is set)",
-    "404": "no such resource",
-    "413": "the request is too large",
-    "500": "translation failed",
-    "503": "the model is unavailable or out of time (DeepL's clients retry)",
-}
+from handler.storage.glossaries import DictionaryEntries, GlossaryDescription, MultilingualGlossaryDescription
 
 
-def errors(*statuses: str, **texts: str) -> dict[str, Any]:
-    """DeepL's error answers (``{"message"}``): the common text of each status, or the one given as ``_<status>``."""
-    return {
-        status: response(texts.get(f"_{status}", COMMON_ERRORS.get(status, "")), ref(ERROR_SCHEMA))
-        for status in statuses
-    }
+class DeepLTranslation(TypedDict):
+    """One text's translation."""
+
+    detected_source_language: Annotated[str, "EN for a text already in English (it passes through), else ZH"]
+    text: str
+    billed_characters: int
+    model_type_used: NotRequired[Annotated[Literal["latency_optimized"], "only when model_type was sent"]]
+
+
+class DeepLTranslations(TypedDict):
+    translations: list[DeepLTranslation]
+
+
+class DeepLLanguage(TypedDict):
+    language: str
+    name: str
+    supports_formality: NotRequired[Annotated[bool, "target languages only"]]
+
+
+class DeepLUsage(TypedDict):
+    character_count: int
+    character_limit: int
+
+
+class DeepLError(TypedDict):
+    message: str
+
+
+class DeepLDocumentHandle(TypedDict):
+    document_id: str
+    document_key: str
+
+
+class DeepLDocumentStatus(TypedDict):
+    document_id: str
+    status: Annotated[str, {"enum": [QUEUED, TRANSLATING, DONE, ERROR]}]
+    seconds_remaining: NotRequired[Annotated[int, {"minimum": 0}, "while queued or translating"]]
+    billed_characters: NotRequired[Annotated[int, {"minimum": 0}, "once done"]]
+    error_message: NotRequired[Annotated[str, "on error"]]
+
+
+class DeepLGlossaryList(TypedDict):
+    glossaries: list[GlossaryDescription]
+
+
+class DeepLGlossaryLanguagePair(TypedDict):
+    source_lang: str
+    target_lang: str
+
+
+class DeepLGlossaryLanguagePairs(TypedDict):
+    supported_languages: list[DeepLGlossaryLanguagePair]
+
+
+class DeepLMultilingualGlossaryList(TypedDict):
+    glossaries: list[MultilingualGlossaryDescription]
+
+
+class DeepLMultilingualGlossaryEntries(TypedDict):
+    dictionaries: list[DictionaryEntries]
 
 
 def deepl_schemas() -> dict[str, Any]:
-    """DeepL's response shapes."""
-    return {
-        **_answer_schemas(),
-        **_document_schemas(),
-        **_glossary_schemas(),
-        **_multilingual_glossary_schemas(),
-    }
-
-
-def _answer_schemas() -> dict[str, Any]:
-    """What /v2/translate, /v2/languages and /v2/usage answer, and the error shape."""
-    return {
-        "DeepLTranslations": {
-            "type": "object",
-            "required": ["translations"],
-            "properties": {
-                "translations": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["detected_source_language", "text"],
-                        "properties": {
-                            "detected_source_language": {"type": "string"},
-                            "text": {"type": "string"},
-                            "billed_characters": {"type": "integer"},
-                            "model_type_used": {
-                                "type": "string",
-                                "enum": [MODEL_TYPE_USED],
-                                "description": "only when model_type was sent",
-                            },
-                        },
-                    },
-                }
-            },
-        },
-        "DeepLLanguage": {
-            "type": "object",
-            "required": ["language", "name"],
-            "properties": {"language": {"type": "string"}, "name": {"type": "string"}},
-        },
-        "DeepLUsage": {
-            "type": "object",
-            "required": ["character_count", "character_limit"],
-            "properties": {"character_count": {"type": "integer"}, "character_limit": {"type": "integer"}},
-        },
-        "DeepLError": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
-    }
-
-
-def _document_schemas() -> dict[str, Any]:
-    """The document API's shapes."""
-    return {
-        "DeepLDocumentHandle": {
-            "type": "object",
-            "required": ["document_id", "document_key"],
-            "properties": {"document_id": {"type": "string"}, "document_key": {"type": "string"}},
-        },
-        "DeepLDocumentStatus": {
-            "type": "object",
-            "required": ["document_id", "status"],
-            "properties": {
-                "document_id": {"type": "string"},
-                "status": {"type": "string", "enum": [QUEUED, TRANSLATING, DONE, ERROR]},
-                "seconds_remaining": {"type": "integer", "minimum": 0},
-                "billed_characters": {"type": "integer", "minimum": 0},
-                "error_message": {"type": "string"},
-            },
-        },
-    }
-
-
-def _glossary_schemas() -> dict[str, Any]:
-    """The v2 glossary API's shapes."""
-    return {
-        "DeepLGlossary": {
-            "type": "object",
-            "required": ["glossary_id", "name", "ready", "source_lang", "target_lang", "creation_time", "entry_count"],
-            "properties": {
-                "glossary_id": {"type": "string"},
-                "name": {"type": "string"},
-                "ready": {"type": "boolean"},
-                "source_lang": {"type": "string", "enum": [SOURCE_LANG]},
-                "target_lang": {"type": "string", "enum": [TARGET_LANG]},
-                "creation_time": {"type": "string", "format": "date-time"},
-                "entry_count": {"type": "integer", "minimum": 1},
-            },
-        },
-        "DeepLGlossaryList": {
-            "type": "object",
-            "required": ["glossaries"],
-            "properties": {"glossaries": {"type": "array", "items": ref("DeepLGlossary")}},
-        },
-        "DeepLGlossaryLanguagePairs": {
-            "type": "object",
-            "required": ["supported_languages"],
-            "properties": {
-                "supported_languages": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["source_lang", "target_lang"],
-                        "properties": {"source_lang": {"type": "string"}, "target_lang": {"type": "string"}},
-                    },
-                }
-            },
-        },
-    }
-
-
-def _multilingual_glossary_schemas() -> dict[str, Any]:
-    """The v3 (multilingual) glossary API's shapes."""
-    return {
-        "DeepLMultilingualGlossary": {
-            "type": "object",
-            "required": ["glossary_id", "name", "dictionaries", "creation_time"],
-            "properties": {
-                "glossary_id": {"type": "string"},
-                "name": {"type": "string"},
-                "creation_time": {"type": "string", "format": "date-time"},
-                "dictionaries": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["source_lang", "target_lang", "entry_count"],
-                        "properties": {
-                            "source_lang": {"type": "string", "enum": [SOURCE_LANG]},
-                            "target_lang": {"type": "string", "enum": [TARGET_LANG]},
-                            "entry_count": {"type": "integer", "minimum": 1},
-                        },
-                    },
-                },
-            },
-        },
-        "DeepLMultilingualGlossaryList": {
-            "type": "object",
-            "required": ["glossaries"],
-            "properties": {"glossaries": {"type": "array", "items": ref("DeepLMultilingualGlossary")}},
-        },
-        "DeepLMultilingualGlossaryEntries": {
-            "type": "object",
-            "required": ["dictionaries"],
-            "properties": {
-                "dictionaries": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["source_lang", "target_lang", "entries", "entries_format"],
-                        "properties": {
-                            "source_lang": {"type": "string", "enum": [SOURCE_LANG]},
-                            "target_lang": {"type": "string", "enum": [TARGET_LANG]},
-                            "entries": {"type": "string", "description": "source<TAB>target per line"},
-                            "entries_format": {"type": "string", "enum": ["tsv"]},
-                        },
-                    },
-                }
-            },
-        },
-    }
+    """DeepL's response schemas, by the answers' names."""
+    return answer_schemas(
+        DeepLTranslations,
+        DeepLLanguage,
+        DeepLUsage,
+        DeepLError,
+        DeepLDocumentHandle,
+        DeepLDocumentStatus,
+        GlossaryDescription,
+        DeepLGlossaryList,
+        DeepLGlossaryLanguagePairs,
+        MultilingualGlossaryDescription,
+        DeepLMultilingualGlossaryList,
+        DeepLMultilingualGlossaryEntries,
+    )

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from handler.api.compat.deepl_openapi import ERROR_SCHEMA, errors
 from handler.api.compat.deepl_shapes import (
     GLOSSARY_ID_PATTERN,
     DeepLDictionaryQuery,
@@ -26,6 +25,15 @@ from handler.storage.documents import ID_PATTERN
 from handler.storage.glossaries import MAX_ENTRIES, MAX_ENTRIES_BYTES, MAX_GLOSSARIES, MAX_NAME_BYTES
 
 TAG = "deepl"
+ERROR_SCHEMA = "DeepLError"  # handler.api.compat.deepl_openapi.DeepLError
+COMMON_ERRORS = {
+    "400": "a bad request or an unsupported language",
+    "403": "authorization failure (TRANSLATE_API_KEYS is set)",
+    "404": "no such resource",
+    "413": "the request is too large",
+    "500": "translation failed",
+    "503": "the model is unavailable or out of time (DeepL's clients retry)",
+}
 BODY = (JSON_MEDIA, FORM_MEDIA)
 GLOSSARY = "/v2/glossaries/{glossary_id}"
 GLOSSARY_ENTRIES = "/v2/glossaries/{glossary_id}/entries"
@@ -35,6 +43,15 @@ GLOSSARY_ENTRIES_V3 = "/v3/glossaries/{glossary_id}/entries"
 DOCUMENT = "/v2/document/{document_id}"
 DOCUMENT_RESULT = "/v2/document/{document_id}/result"
 DOCUMENT_ID_PATTERN = f"^{ID_PATTERN.pattern}$"  # what POST /v2/document answers (handler.storage.documents)
+
+
+def errors(*statuses: str, **texts: str) -> dict[str, Any]:
+    """DeepL's error answers (``{"message"}``): the common text of each status, or the one given as ``_<status>``."""
+    return {
+        status: response(texts.get(f"_{status}", COMMON_ERRORS.get(status, "")), ref(ERROR_SCHEMA))
+        for status in statuses
+    }
+
 
 _TOO_LARGE_GLOSSARY = (
     f"over {MAX_ENTRIES_BYTES:,} bytes or {MAX_ENTRIES:,} entries, or {MAX_GLOSSARIES} glossaries held"
@@ -147,11 +164,12 @@ DEEPL_ROUTES = RouteTable(
         Route("POST", "/v2/glossaries", "create_glossary", "deeplGlossaryCreate",
               f"DeepL: create a zh → en glossary from TSV or CSV entries (at most {MAX_ENTRIES:,} entries, "
               f"{MAX_ENTRIES_BYTES:,} bytes, a name of {MAX_NAME_BYTES} bytes, {MAX_GLOSSARIES} glossaries per key)",
-              {"201": response("the new glossary", ref("DeepLGlossary")),
+              {"201": response("the new glossary", ref("GlossaryDescription")),
                **_some(_GLOSSARY_ERRORS, "400", "403", "413", "500")},
               DeepLGlossaryCreate, BODY),
         Route("GET", GLOSSARY, "glossary", "deeplGlossary", "DeepL: one glossary's description",
-              {"200": response("the glossary", ref("DeepLGlossary")), **_some(_GLOSSARY_ERRORS, "400", "403", "404")}),
+              {"200": response("the glossary", ref("GlossaryDescription")),
+               **_some(_GLOSSARY_ERRORS, "400", "403", "404")}),
         Route("DELETE", GLOSSARY, "delete_glossary", "deeplGlossaryDelete", "DeepL: delete a glossary",
               {"204": response("deleted"), **_some(_GLOSSARY_ERRORS, "400", "403", "404")}),
         Route("GET", GLOSSARY_ENTRIES, "glossary_entries", "deeplGlossaryEntries",
@@ -166,11 +184,11 @@ DEEPL_ROUTES = RouteTable(
               {"200": response("the glossaries", ref("DeepLMultilingualGlossaryList")), **_some(_V3_ERRORS, "403")}),
         Route("POST", GLOSSARIES_V3, "create_glossary_v3", "deeplMultilingualGlossaryCreate",
               "DeepL v3: create a glossary of one zh → en dictionary (TSV or CSV entries)",
-              {"201": response("the new glossary", ref("DeepLMultilingualGlossary")),
+              {"201": response("the new glossary", ref("MultilingualGlossaryDescription")),
                **_some(_V3_ERRORS, "400", "403", "413", "500")},
               DeepLMultilingualGlossaryCreate, (JSON_MEDIA,)),
         Route("GET", GLOSSARY_V3, "glossary_v3", "deeplMultilingualGlossary", "DeepL v3: one glossary's description",
-              {"200": response("the glossary", ref("DeepLMultilingualGlossary")),
+              {"200": response("the glossary", ref("MultilingualGlossaryDescription")),
                **_some(_V3_ERRORS, "400", "403", "404")}),
         Route("DELETE", GLOSSARY_V3, "delete_glossary", "deeplMultilingualGlossaryDelete",
               "DeepL v3: delete a glossary", {"204": response("deleted"), **_some(_V3_ERRORS, "400", "403", "404")}),

@@ -10,7 +10,7 @@ given", as this server documented them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from handler.api.shapes import (
     Choice,
@@ -39,7 +39,7 @@ FORMALITIES_IGNORED = ("default", "prefer_more", "prefer_less")  # English: noth
 FORMALITIES = ("default", "more", "less", "prefer_more", "prefer_less")  # DeepL's values
 MODEL_TYPES = ("latency_optimized", "quality_optimized", "prefer_quality_optimized")
 # this server has one model, a classic encoder-decoder: DeepL's latency-optimized kind, whatever model_type asks
-MODEL_TYPE_USED = "latency_optimized"
+MODEL_TYPE_USED: Final = "latency_optimized"
 # a glossary ID is a UUID (handler.storage.glossaries): any other segment there is no route
 GLOSSARY_ID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 GLOSSARY_ID_PATTERN = f"^{GLOSSARY_ID}$"

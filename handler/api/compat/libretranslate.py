@@ -39,7 +39,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote
 
 from handler.api.compat.fields import (
@@ -69,6 +69,17 @@ from handler.storage.state import StateLocation, local_state
 from handler.storage.translated_files import TranslatedFiles, valid_download_name
 from handler.text.script_conversion import HONG_KONG, SIMPLIFIED, TAIWAN, TRADITIONAL, canonical_variant
 
+if TYPE_CHECKING:  # the answers' types, for mypy: their module is imported when the document is built
+    from handler.api.compat.libretranslate_openapi import (
+        LibreTranslateDetection,
+        LibreTranslateError,
+        LibreTranslateFileUrl,
+        LibreTranslateHealth,
+        LibreTranslateLanguage,
+        LibreTranslateResponse,
+        LibreTranslateSettings,
+    )
+
 __all__ = ["LANGUAGES", "MAX_BODY_BYTES", "ROUTES", "LibreTranslateApi"]
 
 logger = logging.getLogger(__name__)
@@ -77,7 +88,7 @@ logger = logging.getLogger(__name__)
 # as a source, the classic zh / zt and every spelling of handler.options are accepted too (``iso2model``)
 SIMPLIFIED_CODE = "zh-Hans"
 TRADITIONAL_CODE = "zh-Hant"
-LANGUAGES = (
+LANGUAGES: tuple[LibreTranslateLanguage, ...] = (
     {"code": SIMPLIFIED_CODE, "name": "Chinese", "targets": [TARGET]},
     {"code": TRADITIONAL_CODE, "name": "Chinese (traditional)", "targets": [TARGET]},
     {"code": TARGET, "name": "English", "targets": []},
@@ -158,7 +169,7 @@ class LibreTranslateApi:
         status = status_for(error, ErrorShape.LIBRETRANSLATE)
         if status >= 500:
             logger.error("LibreTranslate %s failed: %s: %s", path, type(error).__name__, error)
-        return json_response(status, {"error": str(error)})
+        return json_response(status, _error(str(error)))
 
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
         """The answer of the route ``LIBRETRANSLATE_ROUTES`` finds for ``request``: the key checked where the route
@@ -171,7 +182,7 @@ class LibreTranslateApi:
             if request.method == "OPTIONS":  # a CORS preflight, for any of the route's paths
                 return HttpResponse(204, {"Allow": ", ".join((*allowed, "OPTIONS"))}, b"")
             if found.route is None:
-                message = {"error": f"{found.template} answers {' and '.join(allowed)}"}
+                message = _error(f"{found.template} answers {' and '.join(allowed)}")
                 return json_response(405, message, {"Allow": ", ".join(allowed)})
             route = found.route
             fields, values = None, None
@@ -187,17 +198,18 @@ class LibreTranslateApi:
             )
             return answer
         except ApiStatus as error:
-            return json_response(error.status, {"error": str(error)})
+            return json_response(error.status, _error(str(error)))
         except TranslatorError as error:
             return self.error_response(path, error)
         except Exception:
             logger.exception("LibreTranslate %s failed with an unexpected error", path)
-            return json_response(500, {"error": "internal error while translating; the function's log has the details"})
+            return json_response(500, _error("internal error while translating; the function's log has the details"))
 
     # --- routes ---------------------------------------------------------------------------------------------
     def _health(self, call: Call) -> HttpResponse:
         self.startup.require_service()  # what LibreTranslate's healthcheck.py asks; unhealthy (500) without a model
-        return json_response(200, {"status": "ok"})
+        healthy: LibreTranslateHealth = {"status": "ok"}
+        return json_response(200, healthy)
 
     def _suggest(self, call: Call) -> HttpResponse:
         raise ApiStatus(403, SUGGESTIONS_DISABLED)  # LibreTranslate without --suggestions: before reading anything
@@ -215,22 +227,20 @@ class LibreTranslateApi:
         return json_response(200, self._openapi)
 
     def _settings(self, call: Call) -> HttpResponse:
-        return json_response(
-            200,
-            {
-                "charLimit": self.startup.config.max_chars,
-                "frontendTimeout": 500,
-                "apiKeys": self.keys.required,
-                "keyRequired": self.keys.required,
-                "suggestions": False,
-                "filesTranslation": True,
-                "supportedFilesFormat": list(FILE_SUFFIXES),
-                "language": {
-                    "source": {"code": "zh", "name": "Chinese"},
-                    "target": {"code": TARGET, "name": "English"},
-                },
+        settings: LibreTranslateSettings = {
+            "charLimit": self.startup.config.max_chars,
+            "frontendTimeout": 500,
+            "apiKeys": self.keys.required,
+            "keyRequired": self.keys.required,
+            "suggestions": False,
+            "filesTranslation": True,
+            "supportedFilesFormat": list(FILE_SUFFIXES),
+            "language": {
+                "source": {"code": "zh", "name": "Chinese"},
+                "target": {"code": TARGET, "name": "English"},
             },
-        )
+        }
+        return json_response(200, settings)
 
     def _check_key(self, request: HttpRequest, fields: RequestFields) -> None:
         """LibreTranslate's answers (app.py ``access_check``): a wrong key 403, no key where one is needed 400."""
@@ -250,7 +260,7 @@ class LibreTranslateApi:
         texts = [call.values.q] if isinstance(call.values.q, str) else call.values.q
         return json_response(200, [self._detection("\n".join(texts))])
 
-    def _detection(self, sample: str) -> dict[str, Any]:
+    def _detection(self, sample: str) -> LibreTranslateDetection:
         """The language of ``sample``: its Chinese variant with the share of its letters that are Han characters,
         else English (confidence 0 without letters, as LibreTranslate answers a text of emoji or digits)."""
         found = self.startup.require_service().scripts.detect(sample)
@@ -278,7 +288,8 @@ class LibreTranslateApi:
         options = TranslateOptions(source=canonical_variant(request.source))
         translated = translate_file(uploaded.data, name, service, options, deadline=deadline, encoding=encoding)
         download_name = self.files.put(name, translated.data)
-        return json_response(200, {"translatedFileUrl": f"{_base_url(call.request)}{DOWNLOAD_PREFIX}{download_name}"})
+        url: LibreTranslateFileUrl = {"translatedFileUrl": f"{_base_url(call.request)}{DOWNLOAD_PREFIX}{download_name}"}
+        return json_response(200, url)
 
     def _download(self, call: Call) -> HttpResponse:
         download_name = call.parameters["filename"]
@@ -321,7 +332,7 @@ class LibreTranslateApi:
                 others += [list(item.alternatives) for item in found]
             else:
                 translations += service.translate_many(group, options)
-        result: dict[str, Any] = {"translatedText": translations if is_list else translations[0]}
+        result: LibreTranslateResponse = {"translatedText": translations if is_list else translations[0]}
         if variant == "auto":  # each text's, as /detect tells it
             detected = [self._detection(text) for text in texts]
             result["detectedLanguage"] = detected if is_list else detected[0]
@@ -352,3 +363,8 @@ def _groups(texts: list[str], max_chars: int) -> list[list[str]]:
         groups[-1].append(text)
         size += len(text)
     return groups
+
+
+def _error(text: str) -> LibreTranslateError:
+    """LibreTranslate's error answer."""
+    return {"error": text}

@@ -1,85 +1,78 @@
-"""LibreTranslate's response schemas (the OpenAPI document's components; ``handler.api.openapi`` assembles them) and
-its error answers: what ``handler.api.compat.libretranslate`` answers the routes of its table
-(``handler.api.compat.libretranslate_routes``) with. The requests' schemas come from the request shapes
-(``handler.api.compat.libretranslate_shapes``)."""
+"""LibreTranslate's answers, typed (``handler.api.answers``): what ``handler.api.compat.libretranslate`` answers the
+routes of its table (``handler.api.compat.libretranslate_routes``) with, each a ``TypedDict`` mypy checks the
+handler's answers against, and the OpenAPI document's response schemas written from them
+(``libretranslate_schemas``; ``handler.api.openapi`` imports this module when it builds the document). The requests'
+schemas come from the request shapes (``handler.api.compat.libretranslate_shapes``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from handler.api.describe import ref, response
-
-ERROR_SCHEMA = "LibreTranslateError"
-COMMON_ERRORS = {
-    "400": "a bad or too large request, an unsupported language, no api_key where one is needed",
-    "403": "api_key invalid (TRANSLATE_API_KEYS is set)",
-    "500": "translation failed or the model is unavailable",
-}
+from handler.api.answers import answer_schemas
 
 
-def errors(*statuses: str, **texts: str) -> dict[str, Any]:
-    """LibreTranslate's error answers (``{"error"}``): the common text of each status, or the one given as
-    ``_<status>``."""
-    return {
-        status: response(texts.get(f"_{status}", COMMON_ERRORS.get(status, "")), ref(ERROR_SCHEMA))
-        for status in statuses
-    }
+class LibreTranslateDetection(TypedDict):
+    language: Annotated[str, "zh-Hans, zh-Hant or en"]
+    confidence: Annotated[float, {"minimum": 0, "maximum": 100}]
+
+
+class LibreTranslateResponse(TypedDict):
+    translatedText: Annotated[str | list[str], "a list for a list of q"]
+    detectedLanguage: NotRequired[
+        Annotated[LibreTranslateDetection | list[LibreTranslateDetection], "with source auto: each text's"]
+    ]
+    alternatives: NotRequired[
+        Annotated[list[str] | list[list[str]], "a list of strings for one q, a list of such lists for a list"]
+    ]
+
+
+class LibreTranslateLanguage(TypedDict):
+    code: str
+    name: str
+    targets: list[str]
+
+
+class LibreTranslateLanguageName(TypedDict):
+    code: str
+    name: str
+
+
+class LibreTranslateFrontendLanguages(TypedDict):
+    source: LibreTranslateLanguageName
+    target: LibreTranslateLanguageName
+
+
+class LibreTranslateSettings(TypedDict):
+    charLimit: Annotated[int, "each text's (TRANSLATE_MAX_CHARS)"]
+    frontendTimeout: int
+    apiKeys: bool
+    keyRequired: bool
+    suggestions: bool
+    filesTranslation: bool
+    supportedFilesFormat: list[str]
+    language: LibreTranslateFrontendLanguages
+
+
+class LibreTranslateHealth(TypedDict):
+    status: Literal["ok"]
+
+
+class LibreTranslateError(TypedDict):
+    error: str
+
+
+class LibreTranslateFileUrl(TypedDict):
+    translatedFileUrl: str
 
 
 def libretranslate_schemas() -> dict[str, Any]:
-    """What LibreTranslate's routes answer: translations, detections, languages, settings, health, errors, files."""
-    string_or_list = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
-    return {
-        "LibreTranslateResponse": {
-            "type": "object",
-            "required": ["translatedText"],
-            "properties": {
-                "translatedText": string_or_list,
-                "detectedLanguage": {
-                    "oneOf": [
-                        ref("LibreTranslateDetection"),
-                        {"type": "array", "items": ref("LibreTranslateDetection")},
-                    ]
-                },
-                "alternatives": {
-                    "type": "array",
-                    "description": "a list of strings for one q, a list of such lists for a list",
-                    "items": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-                },
-            },
-        },
-        "LibreTranslateDetection": {
-            "type": "object",
-            "required": ["language", "confidence"],
-            "properties": {"language": {"type": "string"}, "confidence": {"type": "number"}},
-        },
-        "LibreTranslateLanguage": {
-            "type": "object",
-            "required": ["code", "name", "targets"],
-            "properties": {
-                "code": {"type": "string"},
-                "name": {"type": "string"},
-                "targets": {"type": "array", "items": {"type": "string"}},
-            },
-        },
-        "LibreTranslateSettings": {
-            "type": "object",
-            "required": ["charLimit", "keyRequired"],
-            "properties": {"charLimit": {"type": "integer"}, "keyRequired": {"type": "boolean"}},
-        },
-        "LibreTranslateHealth": {
-            "type": "object",
-            "required": ["status"],
-            "properties": {"status": {"const": "ok"}},
-        },
-        "LibreTranslateError": {
-            "type": "object",
-            "required": ["error"],
-            "properties": {"error": {"type": "string"}},
-        },
-        "LibreTranslateFileUrl": {
-            "type": "object",
-            "required": ["translatedFileUrl"],
-            "properties": {"translatedFileUrl": {"type": "string"}},
-        },
-    }
+    """LibreTranslate's response schemas, by the answers' names."""
+    return answer_schemas(
+        LibreTranslateResponse,
+        LibreTranslateDetection,
+        LibreTranslateLanguage,
+        LibreTranslateSettings,
+        LibreTranslateHealth,
+        LibreTranslateError,
+        LibreTranslateFileUrl,
+    )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from handler.api.compat.libretranslate_openapi import ERROR_SCHEMA, errors
 from handler.api.compat.libretranslate_shapes import LibreTranslateFile, LibreTranslateQuery, LibreTranslateRequest
 from handler.api.describe import file_response, ref, response
 from handler.api.routes import PathParameter, Route, RouteTable
@@ -18,10 +17,21 @@ from handler.formats import FILE_SUFFIXES
 from handler.storage.translated_files import TOKEN_CHARS
 
 TAG = "libretranslate"
+ERROR_SCHEMA = "LibreTranslateError"  # handler.api.compat.libretranslate_openapi.LibreTranslateError
+COMMON_ERRORS = {
+    "400": "a bad or too large request, an unsupported language, no api_key where one is needed",
+    "403": "api_key invalid (TRANSLATE_API_KEYS is set)",
+    "500": "translation failed or the model is unavailable",
+}
 BODY = (JSON_MEDIA, FORM_MEDIA)
 DOWNLOAD_PREFIX = "/download_file/"
 # a download name as handler.storage.translated_files reads it (its "." matches anything but a line feed)
 DOWNLOAD_NAME_PATTERN = f"^[0-9a-f]{{{TOKEN_CHARS}}}-[^\\n]+$"
+
+
+def errors(*statuses: str) -> dict[str, Any]:
+    """LibreTranslate's error answers (``{"error"}``) with the common text of each status."""
+    return {status: response(COMMON_ERRORS[status], ref(ERROR_SCHEMA)) for status in statuses}
 
 
 def _error(text: str) -> dict[str, Any]:
