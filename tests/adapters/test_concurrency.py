@@ -1,4 +1,4 @@
-"""Concurrent requests share one model safely: through the real server's threads, and at the service's lock.
+"""Concurrent requests share one model safely: through the real server's threads, and at the process's decoder.
 
 ``make run`` and the Cloud Run image serve with functions-framework, whose gunicorn runs one worker process with
 ``THREADS`` threads (default: 4 per CPU; neither infra/local/run.sh nor the Dockerfile changes it), so requests
@@ -6,8 +6,9 @@ do arrive at the one ``TranslationService`` at the same time. Two behaviours are
 
 * every answer to requests sent at once (distinct texts, single and list requests, in shuffled order) equals
   that text's translation when it was sent alone: no request gets another's batch, rows or partial result;
-* the service decodes one batch at a time (its lock): many threads translating at once never have two
-  decoding searches in flight, and each still gets its own translation.
+* the service decodes one batch at a time (``handler.decoder``, one for every request): many threads translating
+  at once never have two decoding searches in flight, share batches (fewer searches than calls), and each still
+  gets its own translation.
 """
 
 from __future__ import annotations
