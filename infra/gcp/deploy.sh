@@ -25,11 +25,14 @@
 # is their --timeout, so file work stops TRANSLATE_DEADLINE_MARGIN_S before Cloud Functions would stop it; the HTTP
 # function's TRANSLATE_REQUEST_TIMEOUT_S is its --timeout, so a request that cannot finish in time is refused at once
 # (streamed: ends with an error line) instead of being cut off by the platform.
+# Alerts (Cloud Monitoring, docs/operations.md): a message waiting in $FUNCTION_NAME-failed-events-kept, any 5xx
+# answer of the three services, and a request that took over 80 % of its --timeout; with ALERT_EMAIL, each mails it.
 #
 # Usage:   infra/gcp/deploy.sh print        print the commands (what `make deploy-gcp` / `deploy-cloudrun` do)
 #          infra/gcp/deploy.sh deploy       run them (`make deploy-gcp DEPLOY=1`)
 #          infra/gcp/deploy.sh stage DIR    assemble the deployable Cloud Functions source in DIR (a printed command)
 #          infra/gcp/deploy.sh env DIR      write the entry points' env files into DIR (a printed command)
+#          infra/gcp/deploy.sh alerts DIR   write the alert policies (JSON) into DIR (a printed command)
 # `print` prints exactly the commands `deploy` runs (one list, infra/commands.sh): a header naming the variables
 # they need (those not given show as <NAME>), the demo bundle's licence notice, then bash lines to run from the
 # repository root: STAGE_DIR (given, or a new temporary folder), the staging of the source or the env files (with
@@ -49,9 +52,13 @@
 #   FILE_INSTANCES         most instances of the file function, i.e. uploads translated at once (default: 100)
 #   MAX_DELIVERY_ATTEMPTS  deliveries of a failing event before it goes to the dead-letter topic (5-100; default 5)
 #   MAX_EVENT_AGE          how long a failing event is retried at most (10m-7d; default 6h, like the SAM template)
-#   STAGE_DIR              where the commands assemble the source and env files (default: a new temporary folder)
+#   ALERT_EMAIL            an e-mail address the alert policies notify (a Cloud Monitoring e-mail channel); default:
+#                          none, the policies open incidents in the console and mail no one
+#   STAGE_DIR              where the commands assemble the source, env files and alert policies (default: a new
+#                          temporary folder)
 #   CONTAINER, BASE_IMAGE  (Cloud Run) the engine and base image of `make image-gcp`, carried into the printed lines
-# Needs the Google Cloud CLI (gcloud), logged in with rights to create functions, buckets and IAM bindings.
+# Needs the Google Cloud CLI (gcloud), logged in with rights to create functions, buckets, IAM bindings and alert
+# policies (and notification channels, with ALERT_EMAIL).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -80,6 +87,8 @@ FILE_INSTANCES="${FILE_INSTANCES:-100}"
 MAX_DELIVERY_ATTEMPTS="${MAX_DELIVERY_ATTEMPTS:-5}"
 MAX_EVENT_AGE="${MAX_EVENT_AGE:-6h}"
 DEAD_LETTERS="$NAME-failed-events"
+EMAIL="${ALERT_EMAIL:-}"
+TIMEOUT_ALERT_PERCENT=80       # a request that took longer than this share of its --timeout opens an incident
 
 die() { echo "deploy.sh: $*" >&2; exit 2; }
 [[ "$PLATFORM" == functions || "$PLATFORM" == run ]] || die "PLATFORM must be functions (Cloud Functions) or run (Cloud Run); got '$PLATFORM'"
@@ -90,6 +99,8 @@ FAMILY="$(bundle_family "$SHIPPED")" || exit 2
 [[ "$MAX_EVENT_AGE" =~ ^[0-9]+[smhd]$ ]] || die "MAX_EVENT_AGE must be a duration such as 6h, 30m or 7d; got '$MAX_EVENT_AGE'"
 [[ "$FILE_INSTANCES" =~ ^[1-9][0-9]*$ && "$PART_INSTANCES" =~ ^[1-9][0-9]*$ ]] \
     || die "FILE_INSTANCES and PART_INSTANCES must be positive numbers"
+[[ -z "$EMAIL" || "$EMAIL" =~ ^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]+$ ]] \
+    || die "ALERT_EMAIL must be one e-mail address; got '$EMAIL'"
 
 requirements() {  # the runtime's lock file, plus the family's own (CSANMT's tokenizer) without repeating a pin
     python3 - "$REPO_ROOT/requirements/runtime-gcp.txt" \
@@ -138,6 +149,69 @@ env_files() {  # DIR: the runtime settings of the HTTP entry point and of the tw
     fi
 }
 
+alert_policies() {  # DIR: the alert policies as Cloud Monitoring's AlertPolicy JSON, labelled deployment=$NAME
+    local dir="$1"
+    mkdir -p "$dir"
+    python3 - "$dir" "$NAME" "$DEAD_LETTERS-kept" "${HTTP_TIMEOUT%s}" "$FILES_TIMEOUT_S" "$TIMEOUT_ALERT_PERCENT" <<'PY'
+import json, sys
+folder, name, kept, http_timeout, event_timeout, percent = sys.argv[1:]
+services = {"http": [name], "events": [f"{name}-files", f"{name}-parts"]}
+
+def runs(names):  # Cloud Functions (2nd gen) report their requests as the Cloud Run service of the same name
+    return 'resource.type = "cloud_run_revision" AND resource.label.service_name = one_of({})'.format(
+        ", ".join(json.dumps(n) for n in names))
+
+guide = "What to do: docs/operations.md#{} in the repository.".format
+
+def threshold(display, filter_, value, aggregation):
+    return {"displayName": display, "conditionThreshold": {
+        "filter": filter_, "aggregations": [aggregation], "comparison": "COMPARISON_GT",
+        "thresholdValue": value, "duration": "0s", "trigger": {"count": 1}}}
+
+def policy(display, conditions, text):
+    return {"displayName": f"{name}: {display}", "userLabels": {"deployment": name}, "combiner": "OR",
+            "conditions": conditions, "documentation": {"content": text, "mimeType": "text/markdown"}}
+
+def latency(service_names, timeout_s):
+    limit_ms = int(timeout_s) * int(percent) * 10  # percent of the --timeout, in milliseconds
+    return threshold(
+        f"{' and '.join(service_names)}: 99th percentile latency over {percent} % of the {timeout_s} s timeout",
+        runs(service_names) + ' AND metric.type = "run.googleapis.com/request_latencies"', limit_ms,
+        {"alignmentPeriod": "300s", "perSeriesAligner": "ALIGN_PERCENTILE_99"})
+
+policies = {
+    "alert-failed-events.json": policy("failed events waiting", [threshold(
+        f"undelivered messages in {kept}",
+        f'resource.type = "pubsub_subscription" AND resource.label.subscription_id = "{kept}" AND '
+        'metric.type = "pubsub.googleapis.com/subscription/num_undelivered_messages"', 0,
+        {"alignmentPeriod": "60s", "perSeriesAligner": "ALIGN_MAX"})],
+        f"Work was lost: an upload's or a fan-out part's event failed every delivery (or grew older than "
+        f"MAX_EVENT_AGE) and was dead-lettered; it waits in the subscription `{kept}` for 7 days, then is gone. "
+        f"Pull it, read which object it names, fix the cause (the files and parts functions' logs say what failed), "
+        f"upload the object again, then acknowledge the message. The incident closes when the subscription is "
+        f"empty. {guide('failed-events-waiting')}"),
+    "alert-errors.json": policy("server errors", [threshold(
+        "5xx answers per service",
+        runs(services["http"] + services["events"])
+        + ' AND metric.type = "run.googleapis.com/request_count" AND metric.label.response_code_class = "5xx"', 0,
+        {"alignmentPeriod": "300s", "perSeriesAligner": "ALIGN_SUM", "crossSeriesReducer": "REDUCE_SUM",
+         "groupByFields": ["resource.label.service_name"]})],
+        "A service answered a request or an event with a server error (5xx): an event that failed (it is retried, "
+        "and dead-lettered if it keeps failing), or an HTTP request refused with 503 (deadline_exceeded, bundle_invalid) or failed with "
+        f"500. The service's log holds the error code under the request id. {guide('function-errors-and-server-errors')}"),
+    "alert-timeout.json": policy("near the timeout", [
+        latency(services["http"], http_timeout), latency(services["events"], event_timeout)],
+        f"Requests or events took more than {percent} % of their service's --timeout: files, parts or requests are "
+        "close to failing with deadline_exceeded. Lower TRANSLATE_PART_CHARS (smaller fan-out parts) or ask "
+        f"callers to stream long texts. {guide('near-the-timeout')}"),
+}
+for file_name, body in policies.items():
+    with open(f"{folder}/{file_name}", "w", encoding="utf-8") as out:
+        json.dump(body, out, indent=2)
+        out.write("\n")
+PY
+}
+
 stage() {  # the same files the Dockerfile's `cloudrun` image holds, plus requirements.txt for the buildpack
     local dir="$1" source
     source="$dir/source"
@@ -158,13 +232,19 @@ if [[ "$MODE" == "env" ]]; then
     echo "wrote the $PLATFORM services' env files in $2"
     exit 0
 fi
+if [[ "$MODE" == "alerts" ]]; then
+    [[ $# -eq 2 ]] || die "usage: deploy.sh alerts DIR"
+    alert_policies "$2"
+    echo "wrote the alert policies of $NAME in $2"
+    exit 0
+fi
 if [[ "$MODE" == "stage" ]]; then
     [[ $# -eq 2 ]] || die "usage: deploy.sh stage DIR"
     stage "$2"
     echo "staged the function's source in $2/source ($FAMILY bundle $SHIPPED)"
     exit 0
 fi
-[[ "$MODE" == "print" || "$MODE" == "deploy" ]] || die "unknown mode '$MODE'; use print, stage DIR, env DIR or deploy"
+[[ "$MODE" == "print" || "$MODE" == "deploy" ]] || die "unknown mode '$MODE'; use print, stage DIR, env DIR, alerts DIR or deploy"
 
 if [[ "$MODE" == "deploy" ]]; then
     [[ -n "$PROJECT" ]] || die "set GCP_PROJECT to your project id"
@@ -205,8 +285,8 @@ unless_exists() {  # DESCRIBE-WORDS -- CREATE-WORDS: the create command, run onl
 }
 if [[ "$PLATFORM" == functions ]]; then TARGET=deploy-gcp; else TARGET=deploy-cloudrun; fi
 note "Google Cloud ($([[ "$PLATFORM" == functions ]] && echo "Cloud Functions" || echo "Cloud Run"), make $TARGET): needs the Google Cloud CLI (gcloud), logged in with rights to create" \
-    "$([[ "$PLATFORM" == run ]] && echo "services, repositories" || echo "functions"), buckets and IAM bindings$([[ "$PLATFORM" == run ]] && echo ", and a container engine for make image-gcp"); run these from the repository root in bash."
-note "needs GCP_PROJECT, INPUT_BUCKET and OUTPUT_BUCKET ([GCP_REGION=$REGION] [FUNCTION_NAME=$NAME] [STAGE_DIR=...]); those not given show as <NAME>:"
+    "$([[ "$PLATFORM" == run ]] && echo "services, repositories" || echo "functions"), buckets, IAM bindings and alert policies$([[ "$PLATFORM" == run ]] && echo ", and a container engine for make image-gcp"); run these from the repository root in bash."
+note "needs GCP_PROJECT, INPUT_BUCKET and OUTPUT_BUCKET ([GCP_REGION=$REGION] [FUNCTION_NAME=$NAME] [STAGE_DIR=...] [ALERT_EMAIL=...]); those not given show as <NAME>:"
 note "  make $TARGET GCP_PROJECT=... INPUT_BUCKET=... OUTPUT_BUCKET=... prints them filled in, and DEPLOY=1 runs them"
 [[ -z "$NOTICE" ]] || note "$NOTICE"
 if [[ -n "$STAGE_GIVEN" ]]; then
@@ -219,7 +299,7 @@ fi
 note "1. APIs"
 run gcloud services enable cloudfunctions.googleapis.com run.googleapis.com cloudbuild.googleapis.com \
     artifactregistry.googleapis.com eventarc.googleapis.com pubsub.googleapis.com storage.googleapis.com \
-    --project "$PROJECT"
+    monitoring.googleapis.com --project "$PROJECT"
 
 note "2. a service account for the functions: read the input bucket, write the output bucket"
 unless_exists gcloud iam service-accounts describe "$SA" --project "$PROJECT" \
@@ -337,6 +417,28 @@ for FUNCTION in "$NAME-files" "$NAME-parts"; do
         --member 'serviceAccount:$PUBSUB_AGENT' --role roles/pubsub.subscriber
 done
 
+note "9. alerts (docs/operations.md): failed events waiting in $DEAD_LETTERS-kept, 5xx answers, requests over $TIMEOUT_ALERT_PERCENT % of their --timeout"
+run "FUNCTION_NAME=$NAME" bash infra/gcp/deploy.sh alerts '$STAGE_DIR'
+LABEL="deployment=$NAME"
+# this deployment's policies and channels, by their label: replaced on every deploy, removed by the teardown
+POLICIES_DELETE="gcloud monitoring policies list --project $P --filter $(command_quote "userLabels.$LABEL") --format 'value(name)' | xargs -r -n1 gcloud monitoring policies delete --project $P --quiet"
+CHANNELS_DELETE="gcloud beta monitoring channels list --project $P --filter $(command_quote "userLabels.$LABEL") --format 'value(name)' | xargs -r -n1 gcloud beta monitoring channels delete --project $P --force --quiet"
+NOTIFY=()
+if [[ -n "$EMAIL" ]]; then
+    note "   their e-mail channel to $EMAIL (the one an earlier deploy made, or a new one)"
+    CHANNEL_NAME="$NAME alerts to $EMAIL"
+    command_raw "CHANNEL=\"\$(gcloud beta monitoring channels list --project $P --filter $(command_quote "userLabels.$LABEL AND displayName=\"$CHANNEL_NAME\"") --format 'value(name)' --limit 1)\""
+    command_raw "[[ -n \"\$CHANNEL\" ]] || CHANNEL=\"\$(gcloud beta monitoring channels create --project $P --type email --display-name $(command_quote "$CHANNEL_NAME") --channel-labels $(command_quote "email_address=$EMAIL") --user-labels $(command_quote "$LABEL") --format 'value(name)')\""
+    NOTIFY=(--notification-channels '$CHANNEL')
+else
+    note "   ALERT_EMAIL=... would mail them; without it they open incidents in the console (Monitoring > Alerting)"
+fi
+note "   the policies replace those an earlier deploy made (labelled $LABEL)"
+command_raw "$POLICIES_DELETE"
+for POLICY in failed-events errors timeout; do
+    run gcloud monitoring policies create --project "$PROJECT" --policy-from-file "\$STAGE_DIR/alert-$POLICY.json" "${NOTIFY[@]}"
+done
+
 if [[ "$PLATFORM" == functions ]]; then
     note "done: the URL is in 'gcloud functions describe $NAME --gen2 --region $REGION --format value(serviceConfig.uri)'"
     note "teardown (empty the buckets first; the functions' images stay in Artifact Registry's gcf-artifacts):"
@@ -353,6 +455,8 @@ else
     done
     note "  gcloud artifacts repositories delete $NAME --project $PROJECT --location $REGION --quiet"
 fi
+note "  $POLICIES_DELETE"
+note "  $CHANNELS_DELETE"
 note "  gcloud pubsub subscriptions delete $DEAD_LETTERS-kept --project $PROJECT --quiet"
 note "  gcloud pubsub topics delete $DEAD_LETTERS --project $PROJECT --quiet"
 note "  gcloud storage rm --recursive gs://$INPUT/** gs://$OUTPUT/** && gcloud storage buckets delete gs://$INPUT gs://$OUTPUT"
@@ -361,7 +465,7 @@ note "  gcloud iam service-accounts delete $SA --project $PROJECT --quiet"
 if [[ "$MODE" == "deploy" ]]; then
     commands_run "$REPO_ROOT" BUNDLE PLATFORM GCP_PROJECT GCP_REGION INPUT_BUCKET OUTPUT_BUCKET FUNCTION_NAME \
         ALLOW_UNAUTHENTICATED PART_INSTANCES FILE_INSTANCES MAX_DELIVERY_ATTEMPTS MAX_EVENT_AGE STAGE_DIR IMAGE_URI \
-        CONTAINER BASE_IMAGE IMAGE MODEL
+        CONTAINER BASE_IMAGE IMAGE MODEL ALERT_EMAIL
 else
     commands_print
 fi

@@ -2,10 +2,11 @@
 
 ``sam``, ``gcloud``, ``gsutil`` and the container engines (``docker``, ``buildah``) are replaced by small scripts on
 PATH that append their argument vector to a log file (one line per call, each word as bash's ``printf %q`` writes it)
-and answer the few questions the deploy commands ask (a service agent, a project number, a trigger's subscription;
-"does it exist?" is answered "no", as in a new project). ``gcloud`` also refuses, with exit status 3, an
-``--env-vars-file`` or ``--source`` that does not exist when it is called: a printed command may only read what an
-earlier printed command wrote.
+and answer the few questions the deploy commands ask (a service agent, a project number, a trigger's subscription,
+a new notification channel's name; "does it exist?" is answered "no", and a list of Cloud Monitoring's policies or
+channels is empty, as in a new project, unless ``STAND_IN_LISTED`` names what it holds). ``gcloud`` also refuses,
+with exit status 3, an ``--env-vars-file``, ``--source`` or ``--policy-from-file`` that does not exist when it is
+called: a printed command may only read what an earlier printed command wrote.
 
 ``printed``: ``make <target> VAR=...`` prints the commands; they are then run by bash, as a user pasting them would
 (with ``-euo pipefail``, so that a failing line fails the run). ``deployed``: ``make <target> DEPLOY=1 VAR=...``.
@@ -24,6 +25,9 @@ from tests.ship.dockerfile_model import REPO_ROOT
 RECORD = "DEPLOY_RECORD"
 PROJECT_NUMBER = "123456789"
 SERVICE_AGENT = f"service-{PROJECT_NUMBER}@gs-project-accounts.iam.gserviceaccount.com"
+CHANNEL = f"projects/{PROJECT_NUMBER}/notificationChannels/42"  # the name a new notification channel gets
+# what `gcloud monitoring ... list` answers: nothing (a new project), or this variable's value when it is set
+STAND_IN_LISTED = "STAND_IN_LISTED"
 
 _RECORD_CALL = f"""#!/bin/bash
 {{ printf '%q' "$(basename "$0")"; printf ' %q' "$@"; printf '\\n'; }} >> "${RECORD}"
@@ -33,7 +37,8 @@ _GCLOUD = (
     _RECORD_CALL
     + f"""previous=""
 for word in "$@"; do
-    if [[ "$previous" == --env-vars-file || "$previous" == --source ]] && [[ ! -e "$word" ]]; then
+    if [[ "$previous" == --env-vars-file || "$previous" == --source || "$previous" == --policy-from-file ]] \\
+        && [[ ! -e "$word" ]]; then
         echo "gcloud stand-in: $previous $word: no such file (no earlier command wrote it)" >&2
         exit 3
     fi
@@ -44,6 +49,8 @@ case " $* " in
     *" projects describe "*" --format "*) echo "{PROJECT_NUMBER}" ;;
     *" functions describe "*" --format "*) echo "projects/p/locations/r/triggers/$3-trigger" ;;
     *" eventarc triggers describe "*" --format "*) echo "projects/p/subscriptions/eventarc-${{4##*/}}-sub" ;;
+    *" monitoring channels create "*" --format "*) echo "{CHANNEL}" ;;
+    *" monitoring "*" list "*) [[ -z "${{{STAND_IN_LISTED}:-}}" ]] || echo "${STAND_IN_LISTED}" ;;
     *" describe "*) exit 1 ;;
 esac
 exit 0

@@ -25,11 +25,12 @@ from tests.ship.dockerfile_model import REPO_ROOT
 BUCKETS = ("INPUT_BUCKET=zh-uploads", "OUTPUT_BUCKET=en-translations")
 GCP = ("GCP_PROJECT=my-project", *BUCKETS)
 # the variables each target is given on make's command line; the Cloud Run one names an engine (buildah) that
-# the engine detection would not choose (docker answers first), so a printout that dropped it would differ
+# the engine detection would not choose (docker answers first), so a printout that dropped it would differ; it and
+# the AWS one name an address for the alarms (the Cloud Functions one does not: both ways are run)
 TARGETS = {
-    "deploy-aws": BUCKETS,
+    "deploy-aws": (*BUCKETS, "ALERT_EMAIL=ops@example.com"),
     "deploy-gcp": GCP,
-    "deploy-cloudrun": (*GCP, "CONTAINER=buildah"),
+    "deploy-cloudrun": (*GCP, "CONTAINER=buildah", "ALERT_EMAIL=ops@example.com"),
 }
 
 

@@ -328,6 +328,139 @@ def test_a_planted_gcp_role_is_caught() -> None:
     assert _documented_gcp_roles(planted) != gcp_account_roles(_gcp_commands())
 
 
+# ---- docs/operations.md: alarms and alert policies ---------------------------------------------------------------
+
+OPERATIONS = REPO_ROOT / "docs" / "operations.md"
+_AGGREGATIONS = {"ALIGN_MAX": "max", "ALIGN_SUM": "sum", "ALIGN_PERCENTILE_99": "99th percentile"}
+
+
+def _template() -> dict[str, Any]:
+    return yaml.load(TEMPLATE.read_text(encoding="utf-8"), Loader=_CloudFormationLoader)  # noqa: S506
+
+
+def _subject(value: dict[str, Any]) -> str:
+    """The resource a dimension's value names: ``!Ref X`` or ``!GetAtt X.Attribute``."""
+    if "Ref" in value:
+        return str(value["Ref"])
+    attribute = value["Fn::GetAtt"]
+    return str(attribute.split(".")[0] if isinstance(attribute, str) else attribute[0])
+
+
+def aws_alarms(template: dict[str, Any]) -> set[tuple[str, str, str, str]]:
+    """(alarm, namespace and metric, the resource it watches, when it fires) for every alarm of the template."""
+    found = set()
+    for name, resource in template["Resources"].items():
+        if resource["Type"] != "AWS::CloudWatch::Alarm":
+            continue
+        alarm = resource["Properties"]
+        assert alarm["ComparisonOperator"] == "GreaterThanThreshold", name
+        if "Metrics" in alarm:  # metric math: one metric over the template's parameter
+            (watched,) = [m for m in alarm["Metrics"] if "MetricStat" in m]
+            (expression,) = [m["Expression"]["Fn::Sub"] for m in alarm["Metrics"] if "Expression" in m]
+            match = re.fullmatch(rf"{watched['Id']} / \(\$\{{(\w+)\}} \* 1000\)", expression)
+            assert match, f"{name}: an expression this page does not describe: {expression}"
+            stat, metric = watched["MetricStat"], watched["MetricStat"]["Metric"]
+            when = f"{stat['Stat'].lower()} over {stat['Period']} s > {alarm['Threshold'] * 100:g} % of {match[1]}"
+        else:
+            metric, stat = alarm, {"Stat": alarm["Statistic"], "Period": alarm["Period"]}
+            when = f"{stat['Stat'].lower()} over {stat['Period']} s > {alarm['Threshold']:g}"
+        (dimension,) = metric["Dimensions"]
+        found.add((name, f"{metric['Namespace']} {metric['MetricName']}", _subject(dimension["Value"]), when))
+    return found
+
+
+def documented_aws_alarms(page: str) -> set[tuple[str, str, str, str]]:
+    return {
+        (_code(alarm), _code(metric), _code(watched), _code(when))
+        for alarm, metric, watched, when in table(page, "alarm", "metric", "of", "fires when")
+    }
+
+
+def gcp_alert_conditions(folder: Path) -> set[tuple[str, str, frozenset[str], str]]:
+    """(policy, metric and its label filters, the resources it watches, when it fires) for every condition of the
+    policies ``infra/gcp/deploy.sh alerts`` writes ($FUNCTION_NAME for the function's name)."""
+    written = subprocess.run(
+        ["bash", str(GCP_DEPLOY), "alerts", str(folder)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FUNCTION_NAME": "zh-en-translate"},
+        timeout=60,
+    )
+    assert written.returncode == 0, written.stderr
+
+    def named(text: str) -> str:
+        return text.replace("zh-en-translate", "$FUNCTION_NAME")
+
+    found = set()
+    for path in sorted(folder.glob("alert-*.json")):
+        policy = json.loads(path.read_text(encoding="utf-8"))
+        for condition in policy["conditions"]:
+            threshold = condition["conditionThreshold"]
+            terms = dict(re.findall(r'([\w.]+) = ("[^"]*"|one_of\([^)]*\))', threshold["filter"]))
+            values = {k: json.loads(f"[{v.removeprefix('one_of(').removesuffix(')')}]") for k, v in terms.items()}
+            metric = values.pop("metric.type")[0] + "".join(
+                f" ({key.rsplit('.', 1)[1]} {' '.join(v)})" for key, v in values.items() if key.startswith("metric.")
+            )
+            watched = next(v for k, v in values.items() if k.startswith("resource.label."))
+            (aggregation,) = threshold["aggregations"]
+            unit = " ms" if "latencies" in metric else ""
+            period = aggregation["alignmentPeriod"].removesuffix("s")
+            aggregated = _AGGREGATIONS[aggregation["perSeriesAligner"]]
+            when = f"{aggregated} over {period} s > {threshold['thresholdValue']:g}{unit}"
+            if aggregation.get("groupByFields") == ["resource.label.service_name"]:
+                when += ", per service"
+            found.add((named(policy["displayName"]), metric, frozenset(named(w) for w in watched), when))
+    assert len(found) >= 4, found
+    return found
+
+
+def documented_gcp_alerts(page: str) -> set[tuple[str, str, frozenset[str], str]]:
+    return {
+        (_code(policy), _code(metric), frozenset(_code(name) for name in watched.split(",")), _code(when))
+        for policy, metric, watched, when in table(page, "alert policy", "metric", "of", "fires when")
+    }
+
+
+def test_operations_page_lists_exactly_the_templates_alarms() -> None:
+    documented, alarms = documented_aws_alarms(_page_text(OPERATIONS)), aws_alarms(_template())
+    assert documented == alarms, f"not in the page: {alarms - documented}; not in the template: {documented - alarms}"
+
+
+def test_operations_page_lists_exactly_the_gcp_alert_policies(tmp_path: Path) -> None:
+    documented, policies = documented_gcp_alerts(_page_text(OPERATIONS)), gcp_alert_conditions(tmp_path)
+    assert documented == policies, (
+        f"not in the page: {policies - documented}; not in deploy.sh: {documented - policies}"
+    )
+
+
+def test_a_planted_alarm_or_alert_threshold_is_caught(tmp_path: Path) -> None:
+    page = _page_text(OPERATIONS)
+    planted = page.replace(
+        "| sum over 300 s > 0 |\n| `FunctionThrottlesAlarm`", "| sum over 60 s > 0 |\n| `FunctionThrottlesAlarm`"
+    )
+    assert planted != page and documented_aws_alarms(planted) != aws_alarms(_template())
+    planted = page.replace("> 240000 ms |", "> 300000 ms |")
+    assert planted != page and documented_gcp_alerts(planted) != gcp_alert_conditions(tmp_path)
+
+
+def test_every_alarm_and_policy_links_to_a_section_of_the_operations_page(tmp_path: Path) -> None:
+    headings = {
+        re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        for line in _page_text(OPERATIONS).splitlines()
+        if line.startswith("#")
+    }
+    gcp_alert_conditions(tmp_path)  # writes the policies
+    texts = [
+        resource["Properties"]["AlarmDescription"]
+        for resource in _template()["Resources"].values()
+        if resource["Type"] == "AWS::CloudWatch::Alarm"
+    ] + [json.loads(path.read_text(encoding="utf-8"))["documentation"]["content"] for path in tmp_path.glob("*.json")]
+    assert len(texts) >= 7
+    for text in texts:
+        links = re.findall(r"docs/operations\.md#([\w-]+)", text)
+        assert len(links) == 1 and links[0] in headings, f"{links} (sections: {sorted(headings)}) in: {text}"
+
+
 # ---- names the pages use ----------------------------------------------------------------------------------------
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")

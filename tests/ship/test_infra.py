@@ -4,11 +4,14 @@ the Google Cloud deployment (infra/gcp/deploy.sh's commands, staged source and s
 from __future__ import annotations
 
 import ast
+import copy
+import json
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ import yaml
 from handler import config as runtime_config
 from handler.config import RuntimeConfig
 from handler.formats import FILE_SUFFIXES
-from tests.ship.deploy_stand_ins import DeployBench
+from tests.ship.deploy_stand_ins import CHANNEL, STAND_IN_LISTED, DeployBench, Recorded
 from tests.ship.dockerfile_model import REPO_ROOT, Dockerfile
 
 TEMPLATE = REPO_ROOT / "infra" / "aws" / "template.yaml"
@@ -225,6 +228,249 @@ def test_every_runtime_setting_is_a_parameter_with_the_runtime_default(
         assert variable in parameter["Description"]
         defaults[variable] = str(parameter["Default"])
     assert RuntimeConfig.from_env(defaults) == RuntimeConfig()
+
+
+# ---- AWS: alarms ------------------------------------------------------------------------------------------
+ALARM = "AWS::CloudWatch::Alarm"
+# what an alarm on a store of lost work watches: any message held (SQS) or passed on (SNS)
+STORE_METRICS = {
+    "AWS::SQS::Queue": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName"),
+    "AWS::SNS::Topic": ("AWS/SNS", "NumberOfMessagesPublished", "TopicName"),
+}
+# properties naming where failed work goes: a function's (or event source's) on-failure destination, a function's
+# or a queue's dead-letter target
+_FAILURE_DESTINATIONS = {"OnFailure": "Destination", "DeadLetterQueue": "TargetArn", "DeadLetterConfig": "TargetArn"}
+
+
+def _named_resource(value: Any) -> str:
+    """The logical id a Ref / GetAtt names, or the value itself as text (an ARN from outside the template)."""
+    if isinstance(value, dict) and "Ref" in value:
+        return str(value["Ref"])
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return str(value["Fn::GetAtt"][0])
+    return json.dumps(value)
+
+
+def _failure_destinations(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _FAILURE_DESTINATIONS and isinstance(value, dict) and _FAILURE_DESTINATIONS[key] in value:
+                found.add(_named_resource(value[_FAILURE_DESTINATIONS[key]]))
+            elif key == "RedrivePolicy" and isinstance(value, dict) and "deadLetterTargetArn" in value:
+                found.add(_named_resource(value["deadLetterTargetArn"]))
+            found |= _failure_destinations(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _failure_destinations(value)
+    return found
+
+
+def notification_topics(template: dict[str, Any]) -> set[str]:
+    """The topics the alarms notify: they carry notifications, not work."""
+    found = set()
+    for resource in template["Resources"].values():
+        if resource["Type"] == ALARM:
+            for actions in ("AlarmActions", "OKActions"):
+                found |= {t["Ref"] for t in _action_topics(resource["Properties"].get(actions))}
+    return found
+
+
+def _action_topics(actions: Any) -> list[dict[str, str]]:
+    if isinstance(actions, dict) and "Fn::If" in actions:
+        return [*_action_topics(actions["Fn::If"][1]), *_action_topics(actions["Fn::If"][2])]
+    return actions if isinstance(actions, list) else []
+
+
+def stores_of_lost_work(template: dict[str, Any]) -> set[str]:
+    """Every queue and topic of the template that can hold lost work, and every destination failed work is sent to
+    (one outside the template, an ARN, too: no alarm here can watch it)."""
+    resources = template["Resources"]
+    stores = {name for name, resource in resources.items() if resource["Type"] in STORE_METRICS}
+    return (stores | _failure_destinations(resources)) - notification_topics(template)
+
+
+def alarmed_stores(template: dict[str, Any]) -> set[str]:
+    """The queues and topics an alarm watches for any message (more than 0, at once)."""
+    watched = set()
+    for resource in template["Resources"].values():
+        alarm = resource["Properties"] if resource["Type"] == ALARM else {}
+        for store_type, (namespace, metric, dimension) in STORE_METRICS.items():
+            if (alarm.get("Namespace"), alarm.get("MetricName")) != (namespace, metric):
+                continue
+            assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold", alarm
+            assert alarm["EvaluationPeriods"] == 1 and alarm["Statistic"] in ("Maximum", "Sum"), alarm
+            for named in alarm["Dimensions"]:
+                if named["Name"] == dimension and named["Value"].get("Fn::GetAtt", [None, None])[1] == dimension:
+                    target = named["Value"]["Fn::GetAtt"][0]
+                    assert template["Resources"][target]["Type"] == store_type
+                    watched.add(target)
+    return watched
+
+
+def test_every_queue_or_topic_that_can_hold_lost_work_has_an_alarm(template: dict[str, Any]) -> None:
+    stores = stores_of_lost_work(template)
+    assert "FailedEventsQueue" in stores  # the function's on-failure destination
+    unwatched = stores - alarmed_stores(template)
+    assert not unwatched, f"no alarm fires when these hold lost work: {sorted(unwatched)}"
+
+
+def test_a_new_queue_or_destination_without_an_alarm_is_caught(template: dict[str, Any]) -> None:
+    planted = copy.deepcopy(template)
+    planted["Resources"]["MoreFailedWork"] = {"Type": "AWS::SQS::Queue", "Properties": {}}
+    assert stores_of_lost_work(planted) - alarmed_stores(planted) == {"MoreFailedWork"}
+    planted = copy.deepcopy(template)
+    function = next(r for r in planted["Resources"].values() if r["Type"] == "AWS::Serverless::Function")
+    function["Properties"]["DeadLetterQueue"] = {"Type": "SNS", "TargetArn": "arn:aws:sns:us-east-1:1:elsewhere"}
+    assert stores_of_lost_work(planted) - alarmed_stores(planted) == {'"arn:aws:sns:us-east-1:1:elsewhere"'}
+    planted = copy.deepcopy(template)
+    del planted["Resources"]["FailedEventsAlarm"]
+    assert stores_of_lost_work(planted) - alarmed_stores(planted) == {"FailedEventsQueue"}
+
+
+def _alarms(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: r["Properties"] for name, r in template["Resources"].items() if r["Type"] == ALARM}
+
+
+def test_every_alarm_notifies_the_email_topic_only_when_an_address_is_given(template: dict[str, Any]) -> None:
+    parameter = template["Parameters"]["AlarmEmail"]
+    assert parameter["Default"] == ""
+    for value, accepted in (("", True), ("ops@example.com", True), ("a b@c.d", False), ("x", False), ("a@b", False)):
+        assert (re.fullmatch(parameter["AllowedPattern"], value) is not None) == accepted, value
+    assert notification_topics(template) == {"AlarmTopic"}
+    topic = template["Resources"]["AlarmTopic"]
+    condition = topic["Condition"]
+    assert template["Conditions"][condition] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmEmail"}, ""]}]}
+    (subscription,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SNS::Subscription"]
+    assert subscription["Condition"] == condition
+    assert subscription["Properties"] == {
+        "TopicArn": {"Ref": "AlarmTopic"},
+        "Protocol": "email",
+        "Endpoint": {"Ref": "AlarmEmail"},
+    }
+    notify = {"Fn::If": [condition, [{"Ref": "AlarmTopic"}], {"Ref": "AWS::NoValue"}]}
+    alarms = _alarms(template)
+    assert len(alarms) >= 4
+    for name, alarm in alarms.items():
+        assert alarm["AlarmActions"] == notify and alarm["OKActions"] == notify, name
+        assert alarm["TreatMissingData"] == "notBreaching", name  # no invocations is no trouble
+        assert "docs/operations.md#" in alarm["AlarmDescription"], f"{name} says nowhere what to do"
+    assert template["Outputs"]["AlarmTopic"]["Condition"] == condition
+
+
+def _function_metric(alarm: dict[str, Any], function_name: str) -> str | None:
+    """The AWS/Lambda metric a plain alarm watches on ``function_name``, or None."""
+    dimensions = alarm.get("Dimensions", [])
+    if alarm.get("Namespace") != "AWS/Lambda" or dimensions != [
+        {"Name": "FunctionName", "Value": {"Ref": function_name}}
+    ]:
+        return None
+    return str(alarm["MetricName"])
+
+
+def test_the_functions_errors_and_throttles_alarm_at_the_first_one(template: dict[str, Any]) -> None:
+    (function_name,) = [n for n, r in template["Resources"].items() if r["Type"] == "AWS::Serverless::Function"]
+    watched = {}
+    for name, alarm in _alarms(template).items():
+        metric = _function_metric(alarm, function_name)
+        if metric:
+            watched[metric] = name
+            assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == (
+                "Sum",
+                0,
+                "GreaterThanThreshold",
+            ), name
+    assert set(watched) == {"Errors", "Throttles"}
+
+
+def _evaluate(expression: str, values: dict[str, float]) -> float:
+    """A metric math expression of + - * / over numbers and metric ids."""
+    operators = {ast.Add: float.__add__, ast.Sub: float.__sub__, ast.Mult: float.__mul__, ast.Div: float.__truediv__}
+
+    def value(node: ast.expr) -> float:
+        if isinstance(node, ast.BinOp) and type(node.op) in operators:
+            return operators[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return float(values[node.id])
+        raise AssertionError(f"not plain arithmetic: {ast.dump(node)}")
+
+    return value(ast.parse(expression, mode="eval").body)
+
+
+def test_the_duration_alarm_fires_past_80_percent_of_the_functions_own_timeout(
+    template: dict[str, Any], function: dict[str, Any]
+) -> None:
+    (function_name,) = [n for n, r in template["Resources"].items() if r["Type"] == "AWS::Serverless::Function"]
+    timeout_parameter = function["Properties"]["Timeout"]["Ref"]
+    (alarm,) = [
+        a
+        for a in _alarms(template).values()
+        if any(m.get("MetricStat", {}).get("Metric", {}).get("MetricName") == "Duration" for m in a.get("Metrics", []))
+    ]
+    (duration,) = [m for m in alarm["Metrics"] if "MetricStat" in m]
+    (share,) = [m for m in alarm["Metrics"] if "Expression" in m]
+    assert duration["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function_name}}]
+    assert duration["MetricStat"]["Stat"] == "Maximum" and duration["ReturnData"] is False
+    assert share["ReturnData"] is True and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    # the expression divides by the template's one timeout (the parameter the function's Timeout is), in ms
+    expression = share["Expression"]["Fn::Sub"]
+    assert re.findall(r"\$\{(\w+)\}", expression) == [timeout_parameter]
+    bounds = template["Parameters"][timeout_parameter]
+    for timeout_s in (bounds["MinValue"], bounds["Default"], bounds["MaxValue"]):
+        share_of = expression.replace(f"${{{timeout_parameter}}}", str(timeout_s))
+
+        def fires(milliseconds: float, share_of: str = share_of) -> bool:
+            return bool(_evaluate(share_of, {duration["Id"]: milliseconds}) > alarm["Threshold"])
+
+        assert not fires(0.8 * timeout_s * 1000) and fires(0.8 * timeout_s * 1000 + 1), timeout_s
+        assert fires(timeout_s * 1000)
+
+
+def test_cfn_lint_checks_the_alarms_too(tmp_path: Path) -> None:
+    # the linting above covers the alarms' properties: a wrong comparison in one of them fails it
+    planted = tmp_path / "template.yaml"
+    text = TEMPLATE.read_text()
+    assert text.count("ComparisonOperator: GreaterThanThreshold") >= 4
+    planted.write_text(text.replace("ComparisonOperator: GreaterThanThreshold", "ComparisonOperator: Above", 1))
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("cfn-lint")), str(planted)], capture_output=True, text=True, cwd=REPO_ROOT
+    )
+    assert result.returncode != 0 and "'Above' is not one of" in result.stdout, result.stdout
+
+
+def test_make_deploy_aws_gives_the_alert_email_to_the_template(template: dict[str, Any], tmp_path: Path) -> None:
+    bench = DeployBench(tmp_path)
+    buckets = ("INPUT_BUCKET=zh-in", "OUTPUT_BUCKET=en-out")
+    for email, expected in (("ops@example.com", ["AlarmEmail=ops@example.com"]), ("", [])):
+        sam = bench.printed("deploy-aws", *buckets, f"ALERT_EMAIL={email}").of("sam")
+        (deploy,) = [call for call in sam if call[1] == "deploy"]
+        overrides = deploy[deploy.index("--parameter-overrides") + 1 :]
+        assert [word for word in overrides if word.startswith("AlarmEmail=")] == expected
+        assert {word.split("=", 1)[0] for word in overrides} <= set(template["Parameters"])
+
+
+@pytest.mark.parametrize(
+    "address", ["ops@example.com", "first.last+alerts@ops.example.org", "a b@c.de", "x", "a'b@c.com"]
+)
+def test_both_deploy_scripts_take_exactly_the_addresses_the_template_takes(
+    template: dict[str, Any], address: str
+) -> None:
+    # an address the template would refuse only when CloudFormation reads it is refused before anything runs
+    taken = re.fullmatch(template["Parameters"]["AlarmEmail"]["AllowedPattern"], address) is not None
+    for script, environ in (
+        (REPO_ROOT / "infra" / "aws" / "deploy.sh", {}),
+        (GCP_DEPLOY, {"GCP_PROJECT": "p", "INPUT_BUCKET": "a-in", "OUTPUT_BUCKET": "a-out"}),
+    ):
+        result = subprocess.run(
+            ["bash", str(script), "print"],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "ALERT_EMAIL": address, **environ},
+        )
+        assert (result.returncode == 0) == taken, (script.parent.name, result.stderr)
+        assert taken or "ALERT_EMAIL must be one e-mail address" in result.stderr
 
 
 # ---- Google Cloud -----------------------------------------------------------------------------------------
@@ -502,3 +748,216 @@ def test_the_configuration_page_names_every_variable_a_template_leaves_out(funct
     left_out = (everything - aws) | (everything - gcp)
     page = (REPO_ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     assert configuration_page_exceptions(page) == left_out
+
+
+# ---- Google Cloud: alert policies -------------------------------------------------------------------------
+ALERT_EMAIL = "ops@example.com"
+_FILTER_TERM = re.compile(r'([\w.]+) = (?:"([^"]*)"|one_of\(([^)]*)\))')
+
+
+def filter_terms(filter_: str) -> dict[str, set[str]]:
+    """A Cloud Monitoring filter of ``key = "value"`` / ``key = one_of("a", "b")`` terms joined by AND: each key's
+    accepted values."""
+    terms = {}
+    for part in filter_.split(" AND "):
+        match = _FILTER_TERM.fullmatch(part.strip())
+        assert match, f"not a term this test reads: {part!r}"
+        key, value, values = match.groups()
+        terms[key.replace(".labels.", ".label.")] = {value} if value is not None else set(json.loads(f"[{values}]"))
+    return terms
+
+
+def policy_conditions(policy: dict[str, Any]) -> list[tuple[dict[str, set[str]], dict[str, Any]]]:
+    """Each threshold condition of a policy: its filter's terms, and the condition."""
+    assert policy["combiner"] == "OR"
+    found = []
+    for condition in policy["conditions"]:
+        threshold = condition["conditionThreshold"]
+        assert threshold["comparison"] == "COMPARISON_GT" and threshold["duration"] == "0s"
+        found.append((filter_terms(threshold["filter"]), threshold))
+    return found
+
+
+@dataclass
+class Alerting:
+    """A Google Cloud target's printed commands, run through the stand-ins with ALERT_EMAIL."""
+
+    bench: DeployBench
+    target: str
+    variables: tuple[str, ...]  # make's variables besides ALERT_EMAIL and STAGE_DIR
+    stage: Path
+    recorded: Recorded
+
+    def printout(self, *more: str) -> str:
+        return self.bench.printout(self.target, *self.variables, *more)
+
+    def run(self, script_text: str, **environ: str) -> list[list[str]]:
+        """Run lines with bash (-euo pipefail) through the stand-ins; the tools' calls."""
+        script = self.bench.work / "lines.sh"
+        script.write_text(script_text, encoding="utf-8")
+        self.bench.log.write_text("", encoding="utf-8")
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", str(script)],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            env={**self.bench.environ(), **environ},
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        return [shlex.split(line) for line in self.bench.log.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module", params=["deploy-gcp", "deploy-cloudrun"])
+def alerting(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Alerting:
+    work = tmp_path_factory.mktemp(request.param)
+    bench = DeployBench(work)
+    variables = ("GCP_PROJECT=my-project", "INPUT_BUCKET=uploads-in", "OUTPUT_BUCKET=uploads-out")
+    stage = work / "stage"
+    recorded = bench.printed(
+        request.param, *variables, f"ALERT_EMAIL={ALERT_EMAIL}", f"STAGE_DIR={stage}", written=stage
+    )
+    return Alerting(bench, request.param, variables, stage, recorded)
+
+
+def _policies(recorded: Recorded, stage: Path) -> dict[str, dict[str, Any]]:
+    """The policies the printed commands create: each create's file, as written by an earlier printed command."""
+    creates = [c for c in recorded.of("gcloud") if c[1:4] == ["monitoring", "policies", "create"]]
+    assert creates, "no alert policy is created"
+    files = {}
+    for create in creates:
+        path = Path(_flags(create)["--policy-from-file"][0])
+        assert path.parent == stage, path
+        files[path.name] = json.loads(recorded.files[path.name])
+    return files
+
+
+def _services(commands: list[list[str]]) -> dict[str, int]:
+    """The deployed functions or Cloud Run services, with their --timeout in seconds."""
+    deployed = {}
+    for command in commands:
+        if command[1:3] in (["functions", "deploy"], ["run", "deploy"]):
+            deployed[command[3]] = int(_flags(command)["--timeout"][0].removesuffix("s"))
+    assert len(deployed) == 3, deployed
+    return deployed
+
+
+def test_gcp_every_dead_letter_topics_subscription_alerts_at_one_message(alerting: Alerting) -> None:
+    recorded, stage = alerting.recorded, alerting.stage
+    commands = recorded.of("gcloud")
+    dead_letter_topics = {
+        _flags(c)["--dead-letter-topic"][0] for c in commands if c[1:4] == ["pubsub", "subscriptions", "update"]
+    }
+    assert dead_letter_topics == {"zh-en-translate-failed-events"}
+    # a subscription keeps what lands in each dead-letter topic (without one, a topic's messages are dropped)
+    kept = {
+        c[4]
+        for c in commands
+        if c[1:4] == ["pubsub", "subscriptions", "create"] and _flags(c)["--topic"][0] in dead_letter_topics
+    }
+    assert kept == {"zh-en-translate-failed-events-kept"}
+    watched = set()
+    for policy in _policies(recorded, stage).values():
+        for terms, threshold in policy_conditions(policy):
+            if terms.get("metric.type") == {"pubsub.googleapis.com/subscription/num_undelivered_messages"}:
+                assert terms["resource.type"] == {"pubsub_subscription"}
+                assert threshold["thresholdValue"] == 0
+                watched |= terms["resource.label.subscription_id"]
+    assert kept <= watched, f"no policy watches {kept - watched}"
+
+
+def test_gcp_server_errors_of_every_service_open_an_incident(alerting: Alerting) -> None:
+    recorded, stage = alerting.recorded, alerting.stage
+    services = _services(recorded.of("gcloud"))
+    watched = set()
+    for policy in _policies(recorded, stage).values():
+        for terms, threshold in policy_conditions(policy):
+            if terms.get("metric.type") == {"run.googleapis.com/request_count"}:
+                # Cloud Functions (2nd gen) report their requests as the Cloud Run service of the same name
+                assert terms["resource.type"] == {"cloud_run_revision"}
+                assert terms["metric.label.response_code_class"] == {"5xx"}
+                assert threshold["thresholdValue"] == 0
+                (aggregation,) = threshold["aggregations"]
+                assert aggregation["perSeriesAligner"] == "ALIGN_SUM"
+                assert aggregation["groupByFields"] == ["resource.label.service_name"]  # one incident per service
+                watched |= terms["resource.label.service_name"]
+    assert watched == set(services)
+
+
+def test_gcp_requests_past_80_percent_of_their_timeout_open_an_incident(alerting: Alerting) -> None:
+    recorded, stage = alerting.recorded, alerting.stage
+    services = _services(recorded.of("gcloud"))
+    limits: dict[str, float] = {}
+    for policy in _policies(recorded, stage).values():
+        for terms, threshold in policy_conditions(policy):
+            if terms.get("metric.type") == {"run.googleapis.com/request_latencies"}:
+                assert terms["resource.type"] == {"cloud_run_revision"}
+                assert threshold["aggregations"][0]["perSeriesAligner"] == "ALIGN_PERCENTILE_99"
+                limits |= {service: threshold["thresholdValue"] for service in terms["resource.label.service_name"]}
+    # milliseconds: 80 % of each service's own --timeout, as deployed
+    assert limits == {service: 0.8 * timeout_s * 1000 for service, timeout_s in services.items()}
+    assert sorted(set(services.values())) == [300, 540]
+
+
+def test_gcp_alerts_mail_the_address_given_or_no_one(alerting: Alerting) -> None:
+    recorded, stage = alerting.recorded, alerting.stage
+    commands = recorded.of("gcloud")
+    (create,) = [c for c in commands if c[1:5] == ["beta", "monitoring", "channels", "create"]]
+    flags = _flags(create)
+    assert flags["--type"] == ["email"] and flags["--channel-labels"] == [f"email_address={ALERT_EMAIL}"]
+    assert flags["--user-labels"] == ["deployment=zh-en-translate"]
+    # every policy notifies the channel just created (its name, as Google Cloud answered it)
+    policies = [c for c in commands if c[1:4] == ["monitoring", "policies", "create"]]
+    assert [_flags(c)["--notification-channels"] for c in policies] == [[CHANNEL]] * len(policies) == [[CHANNEL]] * 3
+    for policy in _policies(recorded, stage).values():
+        assert policy["documentation"]["content"] and "docs/operations.md" in policy["documentation"]["content"]
+    # no address: no channel, and the policies notify no one
+    silent = alerting.bench.printed(alerting.target, *alerting.variables).of("gcloud")
+    assert not any(c[1:4] == ["beta", "monitoring", "channels"] for c in silent)
+    assert [c[1:4] for c in silent if "--notification-channels" in c] == []
+    assert sum(c[1:4] == ["monitoring", "policies", "create"] for c in silent) == 3
+
+
+def test_gcp_a_second_deploy_replaces_its_policies_and_reuses_its_channel(alerting: Alerting) -> None:
+    # GIVEN a project where an earlier deploy left a policy and a channel (what the stand-in's lists now answer)
+    earlier = "projects/123456789/alertPolicies/7"
+    printout = alerting.printout(f"ALERT_EMAIL={ALERT_EMAIL}", f"STAGE_DIR={alerting.stage}")
+    calls = alerting.run(printout, **{STAND_IN_LISTED: earlier})
+    monitoring = [c for c in calls if "monitoring" in c[1:3] and "list" not in c]
+    # the earlier policy is deleted before the new ones are created; the channel found is used, none is created
+    assert monitoring[0][1:4] == ["monitoring", "policies", "delete"] and monitoring[0][-1] == earlier
+    assert [c[1:4] for c in monitoring[1:]] == [["monitoring", "policies", "create"]] * 3
+    assert all(_flags(c)["--notification-channels"] == [earlier] for c in monitoring[1:])
+
+
+def test_gcp_teardown_removes_the_policies_and_channels_it_made(alerting: Alerting) -> None:
+    recorded, stage = alerting.recorded, alerting.stage
+    lines = recorded.output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("# teardown"))
+    teardown = [line.removeprefix("#   ") for line in lines[start + 1 :]]
+    assert all(line.startswith("gcloud ") for line in teardown), teardown
+    # the label every policy and the channel carry is the one the teardown's lists select
+    labels = {
+        f"userLabels.{key}={value}"
+        for policy in _policies(recorded, stage).values()
+        for key, value in policy["userLabels"].items()
+    }
+    (create,) = [c for c in recorded.of("gcloud") if c[1:5] == ["beta", "monitoring", "channels", "create"]]
+    labels.add("userLabels." + _flags(create)["--user-labels"][0])
+    assert labels == {"userLabels.deployment=zh-en-translate"}
+    selected = {}
+    for line in teardown:
+        words = shlex.split(line)
+        if "list" in words and "|" in words:
+            selected[tuple(words[1 : words.index("list")])] = _flags(words)["--filter"][0]
+    (label,) = labels
+    assert selected == {("monitoring", "policies"): label, ("beta", "monitoring", "channels"): label}
+    # run as printed (the lists answering one resource each): each resource found is deleted
+    listed = "projects/123456789/listed/1"
+    deletes = [c for c in alerting.run("\n".join(teardown) + "\n", **{STAND_IN_LISTED: listed}) if "delete" in c]
+    assert [c[:-1] for c in deletes if c[-1] == listed] == [
+        ["gcloud", "monitoring", "policies", "delete", "--project", "my-project", "--quiet"],
+        ["gcloud", "beta", "monitoring", "channels", "delete", "--project", "my-project", "--force", "--quiet"],
+    ]
+    kept = ["gcloud", "pubsub", "subscriptions", "delete", "zh-en-translate-failed-events-kept", "--project"]
+    assert [*kept, "my-project", "--quiet"] in deletes
