@@ -33,16 +33,17 @@ NO_RESERVED_PATTERN = f"^[^{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]*{TEXT_END
 _RESERVED = re.compile(RESERVED)
 _METACHARACTERS = set(".^$*+?()[]{}|\\/")
 NULL = {"type": "null"}
-# a field a shape does not declare is read and ignored (as DeepL and LibreTranslate ignore them): any JSON value
-# ``handler.api.messages.read_json`` takes (integers of at most 30 digits, finite numbers), described once
+# a field a shape does not declare is read and ignored (as DeepL and LibreTranslate ignore them): any JSON value whose
+# numbers are below 10^30 in magnitude (``handler.api.messages.read_json`` refuses an integer of more than 30 digits;
+# the same number written 1e30 is refused here, ``_ignored_problem``: a schema cannot tell how a number is written)
 IGNORED_VALUE = "IgnoredValue"
+LARGEST_NUMBER = 10**30 - 1
 IGNORED_VALUE_SCHEMA: dict[str, Any] = {
     "description": "a field the route does not take, read and ignored: any JSON value the body reader takes "
-    "(integers of at most 30 digits, finite numbers, at most 32 levels deep)",
+    "(numbers below 10^30 in magnitude, at most 32 levels deep)",
     "anyOf": [
         {"type": ["string", "boolean", "null"]},
-        {"type": "integer", "minimum": -(10**30 - 1), "maximum": 10**30 - 1},
-        {"type": "number", "not": {"type": "integer"}},
+        {"type": "number", "minimum": -LARGEST_NUMBER, "maximum": LARGEST_NUMBER},
         {"type": "array", "items": {"$ref": f"#/components/schemas/{IGNORED_VALUE}"}},
         {"type": "object", "additionalProperties": {"$ref": f"#/components/schemas/{IGNORED_VALUE}"}},
     ],
@@ -54,6 +55,9 @@ class Fields(Protocol):
 
     @property
     def form(self) -> bool: ...
+
+    @property
+    def values(self) -> Mapping[str, Any]: ...
 
     def get(self, name: str, default: Any = None) -> Any: ...
 
@@ -410,7 +414,9 @@ class File(Param):
         return uploaded
 
     def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": "string", "contentMediaType": "application/octet-stream"}
+        # any bytes (no "type": a part is bytes whatever a client made them from; a value schemathesis generates as
+        # "not a string" arrives as its JSON text, a file like any other); minLength: of those bytes
+        schema: dict[str, Any] = {"contentMediaType": "application/octet-stream"}
         return {**schema, "minLength": self.min_bytes} if self.min_bytes else schema
 
     def schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
@@ -624,7 +630,25 @@ def read_shape(
         read[name] = kind.read(reading)
     for rule in shape.RULES:
         rule.check(read, Reading(fields_, files, "", config, read))
+    for name, value in fields_.values.items():
+        if name not in params and (problem := _ignored_problem(value)) is not None:
+            raise InvalidRequestError(f"the field {name!r}, which this route does not take, {problem}")
     return shape(**read)
+
+
+def _ignored_problem(value: Any) -> str | None:
+    """What an ignored field's value holds that ``IGNORED_VALUE_SCHEMA`` does not allow (a number of 10^30 or more in
+    magnitude, however written), or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int | float) and not isinstance(item, bool) and abs(item) > LARGEST_NUMBER:
+            return f"holds the number {item:.3g}; a request's numbers are below 10^30 in magnitude"
+    return None
 
 
 def shape_schema(shape: type[Any], config: RuntimeConfig, form: bool = False) -> dict[str, Any]:

@@ -86,6 +86,13 @@ def test_v2_document_takes_the_encoding_field(local_url: str) -> None:
         local_url + "v2/document", files={"file": ("t.txt", THANKS)}, data={"target_lang": "EN-US", "encoding": "x?"}
     )
     assert unknown.status_code == 400 and "unknown encoding" in unknown.text
+    # a name holding a NUL character (schemathesis sent "Ë¿\x00J..." and got a 500: codecs.lookup's ValueError)
+    nul = requests.post(
+        local_url + "v2/document",
+        files={"file": ("t.txt", THANKS)},
+        data={"target_lang": "EN-US", "encoding": "a\x00b"},
+    )
+    assert nul.status_code == 400 and "unknown encoding 'a\\x00b'" in nul.json()["message"], nul.text
 
 
 def test_an_uploaded_objects_metadata_names_its_encoding(tmp_path: Path) -> None:

@@ -81,6 +81,8 @@ MISMATCHES = [
      "Value for 'formality' not supported: ''", {**TEXT, "formality": "prefer_less"}),
     ("/v2/translate", "DeepLTranslateRequest", {**TEXT, "text": f"a{PRIVATE_USE}b", "tag_handling": "xml"},
      "holds private-use characters", {**TEXT, "text": f"a{PRIVATE_USE}b"}),
+    ("/v2/translate", "DeepLTranslateRequest", {**TEXT, "context": [[-6.267698253359473e92]]},
+     "holds the number -6.27e+92", {**TEXT, "context": [[3.024162373153549e16, -2.0041231321274905e-106]]}),
     ("/v2/usage", "DeepLKeyRequest", {"other": [[-(10**37)]]},
      "has 38 digits; no number of these APIs has more than 30", {"other": [[-(10**29)]]}),
     ("/v2/glossaries", "DeepLGlossaryCreate",
