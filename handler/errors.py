@@ -11,7 +11,7 @@ from __future__ import annotations
 class TranslatorError(Exception):
     """Base class. ``code`` is a stable machine-readable name used in error responses; ``status`` the HTTP status of
     this server's own API; ``deepl_status`` DeepL's where its clients expect another (None: ``status``);
-    ``libretranslate_status`` LibreTranslate's, which answers 400, 403 or 500 only."""
+    ``libretranslate_status`` LibreTranslate's, which answers 400, 403 or 500 (and 429 when it is rate-limited)."""
 
     code = "internal_error"
     status = 500

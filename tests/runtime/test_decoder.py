@@ -244,3 +244,33 @@ def test_a_full_queue_is_answered_429_with_retry_after_before_any_answer_begins(
     assert response.status == 429, response.body_text()
     assert json.loads(response.body)["error"]["code"] == "busy"
     assert int(response.headers["Retry-After"]) >= 1
+
+
+@needs_shipped_bundle
+@pytest.mark.parametrize(
+    ("path", "body", "shape"),
+    [
+        ("/v2/translate", {"text": ["你好。"], "target_lang": "EN-US"}, "message"),
+        ("/translate", {"q": "你好。", "source": "zh", "target": "en"}, "error"),
+    ],
+)
+def test_the_drop_in_apis_answer_a_full_queue_429_in_their_own_shape(
+    path: str, body: dict[str, Any], shape: str
+) -> None:
+    """DeepL's and LibreTranslate's clients retry 429 themselves; Retry-After says when."""
+    shared = service(max_queue_s=5.0)
+    api = HttpApi(Startup(shared.config, shared, None, 0.0))
+    release = threading.Event()
+    after_each_batch(shared, lambda rows: release.wait(10))
+    shared.throughput.record(seconds=1.0, work=1.0)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        holding = pool.submit(shared.translate, "".join(dev_sentences(3)))
+        time.sleep(0.3)
+        request = HttpRequest.create("POST", path, {"Content-Type": "application/json"}, json.dumps(body).encode())
+        response = api.handle(request)
+        release.set()
+        holding.result()
+    assert response.status == 429, response.body_text()
+    answer = json.loads(response.body)
+    assert list(answer) == [shape] and isinstance(answer[shape], str) and "busy" in answer[shape]
+    assert int(response.headers["Retry-After"]) >= 1

@@ -92,7 +92,7 @@ from handler.api.compat.fields import (
     read_fields,
 )
 from handler.api.keys import ApiKeys, presented_key
-from handler.api.messages import ErrorShape, status_for
+from handler.api.messages import ErrorShape, error_headers, status_for
 from handler.api.shapes import read_shape, takes_files
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
@@ -237,7 +237,7 @@ class DeepLApi:
             status = status_for(error, ErrorShape.DEEPL)
             if status >= 500:
                 logger.error("DeepL %s failed: %s: %s", path, type(error).__name__, error)
-            return json_response(status, _message(str(error)))
+            return json_response(status, _message(str(error)), error_headers(error))
         except Exception:
             logger.exception("DeepL %s failed with an unexpected error", path)
             return json_response(500, _message("internal error while translating; the function's log has the details"))

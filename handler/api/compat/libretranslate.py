@@ -58,7 +58,7 @@ from handler.api.compat.fields import (
 from handler.api.compat.libretranslate_routes import DOWNLOAD_PREFIX, LIBRETRANSLATE_ROUTES, ROUTES
 from handler.api.compat.libretranslate_shapes import TARGET
 from handler.api.keys import ApiKeys, presented_key
-from handler.api.messages import ErrorShape, read_json, status_for
+from handler.api.messages import ErrorShape, error_headers, read_json, status_for
 from handler.api.shapes import read_shape, takes_files
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
@@ -169,7 +169,7 @@ class LibreTranslateApi:
         status = status_for(error, ErrorShape.LIBRETRANSLATE)
         if status >= 500:
             logger.error("LibreTranslate %s failed: %s: %s", path, type(error).__name__, error)
-        return json_response(status, _error(str(error)))
+        return json_response(status, _error(str(error)), error_headers(error))
 
     def handle(self, path: str, request: HttpRequest) -> HttpResponse:
         """The answer of the route ``LIBRETRANSLATE_ROUTES`` finds for ``request``: the key checked where the route
