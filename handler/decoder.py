@@ -28,6 +28,7 @@ its waiting inputs out of the queue, unless another request waits for them too.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import threading
 import time
@@ -40,6 +41,8 @@ from handler.model.batching import Batch
 from handler.model.decoding import Hypothesis
 from handler.model.memory import release_free_heap
 from handler.translation_memory import MemoryKey, Remembered, TranslationMemory, current_work
+
+logger = logging.getLogger(__name__)
 
 _FORKED = threading.Lock()  # one thread of a forked worker resets its decoder's queue
 SPEED_MEMORY = 0.8  # weight of earlier batches in the measured decoding speed
@@ -345,8 +348,15 @@ class Decoder:
                     if not self._condition.wait(timeout=IDLE_EXIT_S) and not self._queue:
                         self._thread = None  # idle: the next request starts another
                         return
-                self._gather()
-                chosen = self._next_batch()
+                try:
+                    self._gather()
+                    chosen = self._next_batch()
+                except Exception as error:  # a fault of the decoder itself: every waiting request hears it, none hangs
+                    logger.exception("the decoder could not choose a batch")
+                    for ticket in list(self._tickets):
+                        ticket.failure = error
+                        self._drop(ticket)
+                    continue
                 for waiting in chosen:  # under way: out of the queue, still joinable
                     self._decoding[(waiting.key, waiting.text)] = self._queue.pop((waiting.key, waiting.text))
             if chosen:

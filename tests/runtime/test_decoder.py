@@ -274,3 +274,19 @@ def test_the_drop_in_apis_answer_a_full_queue_429_in_their_own_shape(
     answer = json.loads(response.body)
     assert list(answer) == [shape] and isinstance(answer[shape], str) and "busy" in answer[shape]
     assert int(response.headers["Retry-After"]) >= 1
+
+
+@needs_shipped_bundle
+def test_a_fault_of_the_decoder_reaches_the_waiting_requests_instead_of_hanging_them() -> None:
+    shared = service()
+
+    def broken_planner(lengths: list[int], key: SearchKey) -> list[Any]:
+        raise RuntimeError("the planner broke")
+
+    shared.decoder._plan = broken_planner
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        answer = pool.submit(shared.translate, "今天天气很好。")
+        with pytest.raises(RuntimeError, match="the planner broke"):
+            answer.result(timeout=30)
+    shared.decoder._plan = shared._plan_rows  # mended: the next request is served
+    assert shared.translate("今天天气很好。") == service().translate("今天天气很好。")
