@@ -14,7 +14,6 @@ from handler.api.shapes import (
     FORM_MEDIA,
     JSON_MEDIA,
     MULTIPART_MEDIA,
-    NO_RESERVED_PATTERN,
     file_encoding,
     params_of,
     query_parameters,
@@ -27,8 +26,6 @@ FORM = FORM_MEDIA
 MULTIPART = MULTIPART_MEDIA
 # a file served in the Content-Type of its format (handler.storage.files)
 FILE_MEDIA = {"*/*": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}
-# the private-use characters handler.text.markup cuts html and markdown with: a text of those formats may not hold them
-NO_MARKUP_PATTERN = NO_RESERVED_PATTERN
 REQUEST_ID_HEADER = {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}}
 
 

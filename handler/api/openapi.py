@@ -3,12 +3,12 @@
 One place assembles every route and method the function answers: this server's own API (the page, the health report,
 ``POST /translate``) here, and the drop-in APIs' parts beside them (``handler.api.compat.libretranslate_openapi``,
 ``handler.api.compat.deepl_openapi``), each request body and every response status with its schema. The shapes come
-from the types that validate the requests: the options from ``handler.options.TranslateOptions``'s fields, the flags
-from ``handler.api.flags``, the error codes from the error classes (``handler.api.messages.error_codes``), the scored
-segment from ``handler.api.scores``; the served document carries the deployment's limits (``TRANSLATE_MAX_CHARS``,
-``TRANSLATE_MAX_TEXTS``) and says whether an API key is required. ``tests/adapters/test_openapi.py`` fails when a
-route or method the code answers is missing here (or described but not answered). ``python -m handler.api.openapi``
-prints the document.
+from the types that validate the requests: ``POST /translate``'s body from its shape (``handler.api.own_shapes``: its
+texts, flags and ``handler.options.TranslateOptions``' fields), the error codes from the error classes
+(``handler.api.messages.error_codes``), the scored segment from ``handler.api.scores``; the served document carries
+the deployment's limits (``TRANSLATE_MAX_CHARS``, ``TRANSLATE_MAX_TEXTS``) and says whether an API key is required.
+``tests/adapters/test_openapi.py`` fails when a route or method the code answers is missing here (or described but not
+answered). ``python -m handler.api.openapi`` prints the document.
 """
 
 from __future__ import annotations
@@ -18,21 +18,14 @@ from typing import Any
 
 from handler.api.compat.deepl_routes import DEEPL_ROUTES
 from handler.api.compat.libretranslate_routes import LIBRETRANSLATE_ROUTES
-from handler.api.describe import (
-    NO_MARKUP_PATTERN,
-    describe_table,
-)
-from handler.api.flags import FLAGS
+from handler.api.describe import describe_table
 from handler.api.messages import error_codes
 from handler.api.own_routes import OWN_ROUTES
+from handler.api.own_shapes import TranslateRequest
 from handler.api.scores import SCORED_SEGMENT_SCHEMA
-from handler.api.shapes import IGNORED_VALUE, IGNORED_VALUE_SCHEMA
+from handler.api.shapes import IGNORED_VALUE, IGNORED_VALUE_SCHEMA, shape_schema
 from handler.config import RuntimeConfig
-from handler.options import TranslateOptions
-from handler.text.markup import FORMATS
 from handler.text.spans import SpanKind
-
-MARKUP_FORMATS = [name for name in FORMATS if name != "text"]  # cut with private-use characters (handler.text.markup)
 
 
 def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
@@ -97,28 +90,6 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
     }
 
 
-def translate_request_schema(
-    config: RuntimeConfig, options: type[TranslateOptions] = TranslateOptions
-) -> dict[str, Any]:
-    """``POST /translate``'s body: ``text`` or ``texts``, each option of ``options`` (its fields' rules) and each flag;
-    a text of a markup format may not hold the private-use characters that format is cut with."""
-    text = {"type": "string", "maxLength": config.max_chars}
-    no_markup = {"type": "string", "pattern": NO_MARKUP_PATTERN}
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "oneOf": [{"required": ["text"]}, {"required": ["texts"]}],
-        "properties": {
-            "text": text,
-            "texts": {"type": "array", "items": text, "maxItems": config.max_texts},
-            **options.json_schema(),
-            **{name: {"type": "boolean", "description": description} for name, description in FLAGS.items()},
-        },
-        "if": {"required": ["format"], "properties": {"format": {"enum": MARKUP_FORMATS}}},
-        "then": {"properties": {"text": no_markup, "texts": {"items": no_markup}}},
-    }
-
-
 def own_schemas(config: RuntimeConfig) -> dict[str, Any]:
     """This server's own request and response schemas, with this deployment's limits."""
     scored_segment = SCORED_SEGMENT_SCHEMA
@@ -173,7 +144,7 @@ def own_schemas(config: RuntimeConfig) -> dict[str, Any]:
     }
     return {
         "Error": error,
-        "TranslateRequest": translate_request_schema(config),
+        "TranslateRequest": shape_schema(TranslateRequest, config),
         "TranslateResponse": translate_response,
         "TranslateStreamEvent": _stream_event_schema(translate_response, scored_segment),
         "Health": _HEALTH,

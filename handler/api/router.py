@@ -47,7 +47,6 @@ from handler.api.access_log import (
 )
 from handler.api.compat import MAX_BODY_BYTES as COMPAT_MAX_BODY_BYTES
 from handler.api.compat import CompatApis
-from handler.api.flags import FLAGS, SPANS_FIELD
 from handler.api.keys import ApiKeys, presented_key
 from handler.api.messages import (
     INTERNAL_ERROR_MESSAGE,
@@ -70,17 +69,18 @@ from handler.api.messages import (
 )
 from handler.api.openapi import build_document
 from handler.api.own_routes import OWN_ROUTES
+from handler.api.own_shapes import SPANS_FIELD, TranslateRequest
 from handler.api.page import PAGE_SECURITY_HEADERS, page_security_policy, render_page
 from handler.api.scores import SCORES_FIELD, segments_json
+from handler.api.shapes import ObjectFields, json_kind, read_shape
 from handler.api.streamed import (
-    STREAM_FIELD,
     StreamOutcome,
     stream_body,
     stream_headers,
     wants_event_stream,
 )
 from handler.coldstart import Startup
-from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS
+from handler.config import ENV_API_KEYS, ENV_API_KEYS_FILE, ENV_MAX_CHARS, RuntimeConfig
 from handler.errors import (
     DeadlineExceededError,
     InvalidRequestError,
@@ -92,7 +92,6 @@ from handler.service import StreamFinished, TextTranslation, TranslateOptions
 from handler.storage.documents import Documents, documents_for
 from handler.storage.glossaries import GlossaryStore
 from handler.storage.state import StateLocation, local_state
-from handler.text.validation import require_unicode
 from handler.translation_memory import WorkCounts, current_work
 
 # the names adapters and tests take from here, defined in the leaf modules
@@ -110,8 +109,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-TEXT_FIELDS = ("text", "texts")
 
 
 # methods each route of OWN_ROUTES answers (HEAD is answered like GET, without a body; OPTIONS is the CORS preflight)
@@ -328,14 +325,12 @@ class HttpApi:
         return json_response(200 if self.startup.service is not None else 503, report)
 
     def _translate(self, request: HttpRequest) -> HttpResponse:
-        payload = self._json_body(request)
-        text, texts, options = _parse_translate_request(payload)
-        with_spans = _flag(payload, SPANS_FIELD)
-        streamed = _flag(payload, STREAM_FIELD)
+        asked = _read_translate_request(self._json_body(request), self.config)
+        text, texts, options, with_spans = asked.text, asked.texts, asked.options, asked.spans
         service = self.startup.require_service()
         began = time.perf_counter()
         given = texts if texts is not None else [text or ""]
-        if streamed:  # refused here, before the answer begins, exactly as without stream
+        if asked.stream:  # refused here, before the answer begins, exactly as without stream
             event_stream = wants_event_stream(request.headers.get("accept", ""))
             outcome = StreamOutcome()
 
@@ -439,39 +434,14 @@ class HttpApi:
 
 
 # --- request parsing --------------------------------------------------------------------------------------
-def _parse_translate_request(payload: Any) -> tuple[str | None, list[str] | None, TranslateOptions]:
+def _read_translate_request(payload: Any, config: RuntimeConfig) -> TranslateRequest:
+    """The body as its shape (``handler.api.own_shapes``), which declares it once for this reading and the document."""
     if not isinstance(payload, dict):
         raise InvalidRequestError(
-            f'the body must be a JSON object such as {{"text": "你好"}}; got a JSON {_json_kind(payload)}'
+            f'the body must be a JSON object such as {{"text": "你好"}}; got a JSON {json_kind(payload)}'
         )
-    present = [name for name in TEXT_FIELDS if name in payload]
-    if len(present) != 1:
-        found = "both" if len(present) == 2 else "neither"
-        raise InvalidRequestError(
-            f'give exactly one of "text" (a string) or "texts" (a list of strings); found {found}'
-        )
-    options = TranslateOptions.from_mapping({k: v for k, v in payload.items() if k not in TEXT_FIELDS}, tuple(FLAGS))
-    if "text" in payload:
-        text = payload["text"]
-        if not isinstance(text, str):
-            raise InvalidRequestError(f'"text" must be a string; got a JSON {_json_kind(text)}')
-        require_unicode(text, '"text"')
-        return text, None, options
-    texts = payload["texts"]
-    if not isinstance(texts, list):
-        raise InvalidRequestError(f'"texts" must be a list of strings; got a JSON {_json_kind(texts)}')
-    for index, item in enumerate(texts):
-        if not isinstance(item, str):
-            raise InvalidRequestError(f'"texts"[{index}] must be a string; got a JSON {_json_kind(item)}')
-        require_unicode(item, f'"texts"[{index}]')
-    return None, texts, options
-
-
-def _flag(payload: dict[str, Any], name: str) -> bool:
-    wanted = payload.get(name, False)
-    if not isinstance(wanted, bool):
-        raise InvalidRequestError(f'"{name}" must be true or false; got a JSON {_json_kind(wanted)}')
-    return wanted
+    asked: TranslateRequest = read_shape(TranslateRequest, ObjectFields(payload), config)
+    return asked
 
 
 class _Stream:
@@ -533,20 +503,6 @@ class _ContextStream:
 def _spans_json(detail: TextTranslation) -> list[dict[str, str]]:
     """Each protected span of a translation: its kind, its source text and the text the translation carries."""
     return [{"kind": span.kind.value, "source": span.source, "target": span.target} for span in detail.spans]
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _normalise_path(path: str) -> str:

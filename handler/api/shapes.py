@@ -9,7 +9,10 @@ glossary store).
 
 Reading happens in two passes, as the real services check: first whether each required field is there (in the
 declaration's order), then each field's value and the cross-field rules. A value is given as JSON, or as a form's
-string (``RequestFields.form``), and each kind reads and describes both.
+string (``RequestFields.form``), and each kind reads and describes both. A shape may compose another declaration
+for the fields it does not declare (``Shape.OPTIONS``: this server's own ``POST /translate`` takes
+``handler.options.TranslateOptions`` beside its texts and flags): those are then read and described by it, and no
+other field is taken.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from typing import Any, ClassVar, Protocol
 
 from handler.config import RuntimeConfig
 from handler.errors import InvalidRequestError, TranslatorError
-from handler.options import TEXT_END
+from handler.options import TEXT_END, TranslateOptions
 from handler.text.spans import MARKUP_LIMIT, MARKUP_OPEN
+from handler.text.validation import require_unicode
 
 JSON_MEDIA = "application/json"
 FORM_MEDIA = "application/x-www-form-urlencoded"
@@ -122,6 +126,17 @@ class ObjectFields:
         if not isinstance(value, str):
             raise InvalidRequestError(f"{name!r} must be a string; got a JSON {type(value).__name__}")
         return value
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in the words a message names it with (null, boolean, number, string, array, object)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string" if isinstance(value, str) else "array" if isinstance(value, list) else "object"
 
 
 def _literal(value: str) -> str:
@@ -360,6 +375,83 @@ class Switch(Param):
 
 
 @dataclass(kw_only=True, eq=False, repr=False)
+class Strict(Param):
+    """A field whose JSON value has one type when it is given at all: null is a wrong type, not the default, and the
+    schema does not offer it; a field is given when its name is in the body. Messages: ``{kind}``, what was sent
+    (``json_kind``)."""
+
+    def present(self, reading: Reading) -> bool:
+        return reading.name in reading.fields.values
+
+    def schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        schema = self.value_schema(config, form)
+        return {**schema, "description": self.description} if self.description else schema
+
+
+@dataclass(kw_only=True, eq=False, repr=False)
+class JsonText(Strict):
+    """A JSON string, without a lone UTF-16 surrogate (``require_unicode``); its length is the service's to refuse
+    (413, TRANSLATE_MAX_CHARS), which the schema states."""
+
+    invalid: str = '"{name}" must be a string; got a JSON {kind}'
+
+    def read(self, reading: Reading) -> str | None:
+        if not self.present(reading):
+            return None
+        value = reading.fields.get(reading.name)
+        if not isinstance(value, str):
+            raise reading.refuse(self.invalid, kind=json_kind(value))
+        require_unicode(value, f'"{reading.name}"')
+        return value
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        return {"type": "string", "maxLength": config.max_chars}
+
+
+@dataclass(kw_only=True, eq=False, repr=False)
+class JsonTexts(Strict):
+    """A JSON list of strings (empty too), each as ``JsonText`` reads one; their count and lengths are the service's
+    to refuse (413, TRANSLATE_MAX_TEXTS and TRANSLATE_MAX_CHARS), which the schema states. Messages: ``{index}``, the
+    item's."""
+
+    invalid: str = '"{name}" must be a list of strings; got a JSON {kind}'
+    invalid_item: str = '"{name}"[{index}] must be a string; got a JSON {kind}'
+
+    def read(self, reading: Reading) -> list[str] | None:
+        if not self.present(reading):
+            return None
+        value = reading.fields.get(reading.name)
+        if not isinstance(value, list):
+            raise reading.refuse(self.invalid, kind=json_kind(value))
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise reading.refuse(self.invalid_item, index=index, kind=json_kind(item))
+            require_unicode(item, f'"{reading.name}"[{index}]')
+        return value
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        item = JsonText().value_schema(config, form)
+        return {"type": "array", "items": item, "maxItems": config.max_texts}
+
+
+@dataclass(kw_only=True, eq=False, repr=False)
+class Flag(Strict):
+    """JSON true or false; absent: false. A shape's flags are named beside its ``OPTIONS`` when an unknown field is
+    refused (they are allowed too)."""
+
+    invalid: str = '"{name}" must be true or false; got a JSON {kind}'
+
+    def read(self, reading: Reading) -> bool:
+        value = reading.fields.get(reading.name, False)
+        if not isinstance(value, bool):
+            raise reading.refuse(self.invalid, kind=json_kind(value))
+        return value
+
+    def value_schema(self, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        return {"type": "boolean"}
+
+
+@dataclass(kw_only=True, eq=False, repr=False)
 class Names(Param):
     """Names separated by commas, in one string, a form's repeated field or a JSON list of such strings."""
 
@@ -472,8 +564,11 @@ def param(kind: Param, default: Any = None) -> Any:
 
 # --- rules across fields ----------------------------------------------------------------------------------------
 class Rule:
-    """A rule over several fields of a shape: checked after every field is read, and described as the schema's
-    ``if``/``then``."""
+    """A rule over several fields of a shape: checked after every field is read (or, ``check_presence``, with the
+    required fields' presence, before any value), and described as the schema's ``if``/``then`` (or ``oneOf``)."""
+
+    def check_presence(self, reading: Reading) -> None:
+        """Checked with the required fields' presence, before any value is read: nothing unless a rule says."""
 
     def check(self, values: Mapping[str, Any], reading: Reading) -> None:
         raise NotImplementedError
@@ -483,20 +578,43 @@ class Rule:
 
 
 @dataclass(eq=False, repr=False)
+class OneOf(Rule):
+    """Exactly one of ``names`` is given (its name in the body: a null is given, and refused as its kind reads it),
+    checked with the fields' presence. Messages: ``{found}``, "neither", "both" or how many."""
+
+    names: tuple[str, ...]
+    message: str
+
+    def check_presence(self, reading: Reading) -> None:
+        given = [name for name in self.names if name in reading.fields.values]
+        if len(given) != 1:
+            found = "neither" if not given else "both" if len(given) == 2 else f"{len(given)} of them"
+            raise reading.refuse(self.message, found=found)
+
+    def check(self, values: Mapping[str, Any], reading: Reading) -> None:
+        return None  # checked with the presence
+
+    def schema(self, shape: type, config: RuntimeConfig, form: bool) -> dict[str, Any]:
+        return {"oneOf": [{"required": [name]} for name in self.names]}
+
+
+@dataclass(eq=False, repr=False)
 class NoReserved(Rule):
     """When ``switch`` reads as one of ``values`` (its texts are cut as markup), no text of ``texts`` may hold the
-    private-use characters the markup is cut with (``handler.text.markup``)."""
+    private-use characters the markup is cut with (``handler.text.markup``). ``switch`` is a ``Choice`` of the shape
+    or one of its ``OPTIONS``; ``message`` None: the markup cutter refuses such a text itself, in its own words
+    (``handler.text.markup``), and the rule only states it."""
 
     texts: str
     switch: str
     values: tuple[str, ...]
-    message: str = (
+    message: str | None = (
         "the text holds private-use characters U+F0000 to U+107FFF, which the html, xml and markdown formats "
         "reserve for markup; remove them or send the text without tag handling"
     )
 
     def check(self, values: Mapping[str, Any], reading: Reading) -> None:
-        if values.get(self.switch) not in self.values:
+        if self.message is None or values.get(self.switch) not in self.values:
             return
         texts = values.get(self.texts)
         for text in [texts] if isinstance(texts, str) else texts or []:
@@ -504,9 +622,10 @@ class NoReserved(Rule):
                 raise InvalidRequestError(self.message)
 
     def schema(self, shape: type, config: RuntimeConfig, form: bool) -> dict[str, Any]:
-        switch = params_of(shape)[self.switch]
-        assert isinstance(switch, Choice)
-        chosen = Choice(values=self.values, fold=switch.fold, strip=switch.strip).value_schema(config, form)
+        switch = params_of(shape).get(self.switch)
+        chosen: dict[str, Any] = {"enum": list(self.values)}  # an option's values, as its declaration reads them
+        if isinstance(switch, Choice):
+            chosen = Choice(values=self.values, fold=switch.fold, strip=switch.strip).value_schema(config, form)
         clean = {"type": "string", "pattern": NO_RESERVED_PATTERN}
         return {
             "if": {"required": [self.switch], "properties": {self.switch: chosen}},
@@ -573,11 +692,15 @@ class Grammar(Rule):
 class Shape:
     """The base of a request shape: its class body declares each field, typed, with its rule (``name: type =
     param(kind)``), in the order the fields are read, and its ``RULES`` across fields; a field it does not declare is
-    read and ignored (``IGNORED_VALUE_SCHEMA``). A value is immutable, its fields set once by ``read_shape``. (Not a
-    dataclass: a dataclass's generated code costs about half a millisecond a class at every cold start.)"""
+    read and ignored (``IGNORED_VALUE_SCHEMA``), or, with ``OPTIONS``, read as those options into ``options`` (after
+    the presence of fields, before their values: an unknown field is refused naming the options and the shape's
+    ``Flag`` fields) and described by their declaration. A value is immutable, its fields set once by
+    ``read_shape``. (Not a dataclass: a dataclass's generated code costs about half a millisecond a class at every
+    cold start.)"""
 
     RULES: ClassVar[tuple[Rule, ...]] = ()
     PARAMS: ClassVar[dict[str, Param]] = {}
+    OPTIONS: ClassVar[type[TranslateOptions] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -592,6 +715,8 @@ class Shape:
     def __init__(self, **values: Any) -> None:
         for name in self.PARAMS:
             object.__setattr__(self, name, values.get(name, getattr(type(self), name)))
+        if self.OPTIONS is not None:
+            object.__setattr__(self, OPTIONS_FIELD, values[OPTIONS_FIELD])
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is read once; its {name} is not set again")
@@ -599,6 +724,9 @@ class Shape:
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.PARAMS)
         return f"{type(self).__name__}({shown})"
+
+
+OPTIONS_FIELD = "options"  # where a shape with OPTIONS holds them
 
 
 def params_of(shape: type) -> dict[str, Param]:
@@ -615,7 +743,8 @@ def read_shape(
     shape: type[Any], fields_: Fields, config: RuntimeConfig, files: Mapping[str, Upload] | None = None
 ) -> Any:
     """``fields_`` (and a multipart body's ``files``) as ``shape``: first every required field's presence, in order,
-    then each field's value, then the rules across fields; ``InvalidRequestError`` in the shape's words."""
+    and the rules on presence, then the shape's ``OPTIONS``, each field's value, then the rules across fields;
+    ``InvalidRequestError`` in the shape's words."""
     params = params_of(shape)
     read: dict[str, Any] = {}
     files = files or {}
@@ -623,6 +752,13 @@ def read_shape(
         reading = Reading(fields_, files, name, config, read)
         if kind.required and not kind.present(reading):
             raise reading.refuse(kind.missing)
+    for rule in shape.RULES:
+        rule.check_presence(Reading(fields_, files, "", config, read))
+    options: TranslateOptions | None = None
+    if shape.OPTIONS is not None:
+        flags = tuple(name for name, kind in params.items() if isinstance(kind, Flag))
+        rest = {name: value for name, value in fields_.values.items() if name not in params}
+        options = shape.OPTIONS.from_mapping(rest, flags)  # its own messages: unknown, out of range, ...
     for name, kind in params.items():
         reading = Reading(fields_, files, name, config, read)
         if kind.needs is not None and fields_.get(name) and read.get(kind.needs) is None:
@@ -630,6 +766,8 @@ def read_shape(
         read[name] = kind.read(reading)
     for rule in shape.RULES:
         rule.check(read, Reading(fields_, files, "", config, read))
+    if options is not None:
+        return shape(**read, **{OPTIONS_FIELD: options})
     for name, value in fields_.values.items():
         if name not in params and (problem := _ignored_problem(value)) is not None:
             raise InvalidRequestError(f"the field {name!r}, which this route does not take, {problem}")
@@ -655,11 +793,14 @@ def shape_schema(shape: type[Any], config: RuntimeConfig, form: bool = False) ->
     """The JSON Schema of ``shape`` as a JSON body, or (``form``) as a form-encoded or multipart one."""
     params = params_of(shape)
     properties = {name: kind.schema(config, form) for name, kind in params.items()}
+    if shape.OPTIONS is not None:
+        properties.update(shape.OPTIONS.json_schema())
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     required = [name for name, kind in params.items() if kind.required]
     if required:
         schema["required"] = required
-    schema["additionalProperties"] = {"$ref": f"#/components/schemas/{IGNORED_VALUE}"}
+    ignored = {"$ref": f"#/components/schemas/{IGNORED_VALUE}"}
+    schema["additionalProperties"] = False if shape.OPTIONS is not None else ignored
     conditions = [_needs(name, kind.needs, params, config, form) for name, kind in params.items() if kind.needs]
     conditions += [rule.schema(shape, config, form) for rule in getattr(shape, "RULES", ())]
     conditions = [condition for condition in conditions if condition]

@@ -214,6 +214,56 @@ def test_a_field_added_to_a_shape_is_read_and_described_with_no_other_edit(tmp_p
     assert found["in_range"][0] == 503
 
 
+# a flag added to this server's own POST /translate shape, with its description
+NEW_FLAG = """    echo: bool = param(Flag(description="true: the answer repeats the texts"), False)
+    options: TranslateOptions
+"""
+NEW_FLAG_PROBE = """
+import json
+from handler.api.openapi import build_document
+from handler.api.router import HttpApi, HttpRequest
+from handler.coldstart import Startup
+from handler.config import RuntimeConfig
+from handler.errors import ModelUnavailableError
+
+config = RuntimeConfig()
+api = HttpApi(Startup(config, None, ModelUnavailableError("no model in this test"), 0.0))
+def post(body):
+    request = HttpRequest.create("POST", "/translate", {"Content-Type": "application/json"}, json.dumps(body).encode())
+    reply = api.handle(request)
+    return reply.status, json.loads(reply.body)["error"]["message"]
+print(json.dumps({
+    "described": build_document(config)["components"]["schemas"]["TranslateRequest"]["properties"].get("echo"),
+    "wrong": post({"text": "你好", "echo": "yes"}),
+    "right": post({"text": "你好", "echo": True}),
+    "unknown": post({"text": "你好", "colour": "blue"}),
+}))
+"""
+
+
+def test_a_flag_added_to_the_own_translate_shape_is_read_and_described_with_no_other_edit(tmp_path: Path) -> None:
+    # GIVEN a copy of handler/ whose own POST /translate shape declares one flag more, nothing else edited
+    copy = tmp_path / "handler"
+    shutil.copytree(REPO_ROOT / "handler", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shapes = copy / "api" / "own_shapes.py"
+    source = shapes.read_text(encoding="utf-8")
+    assert source.count("    options: TranslateOptions\n") == 1
+    shapes.write_text(source.replace("    options: TranslateOptions\n", NEW_FLAG), encoding="utf-8")
+    # WHEN the copy builds its OpenAPI document and answers POST /translate
+    probe = subprocess.run(
+        [sys.executable, "-c", NEW_FLAG_PROBE], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    found = json.loads(probe.stdout)
+    # THEN the served document's TranslateRequest describes it as the other flags are described
+    assert found["described"] == {"type": "boolean", "description": "true: the answer repeats the texts"}
+    # AND the server reads it: a wrong value is refused in the flags' words, true passes (to the absent model: 503)
+    assert found["wrong"] == [400, '"echo" must be true or false; got a JSON string']
+    assert found["right"][0] == 503
+    # AND an unknown field's message names it beside the other flags, after the options
+    assert found["unknown"][0] == 400 and found["unknown"][1].endswith(", scores, spans, stream, echo")
+
+
 WHITE = st.text(st.sampled_from([" ", "\x0b", "\x1c", "\x85", "\u3000", "\u2028", "\t"]), max_size=3)
 TERM = st.text(st.sampled_from(["人", "工", "a", " ", ",", "\ufeff", "\x07"]), max_size=4)
 LINE = st.one_of(

@@ -25,6 +25,7 @@ from handler import config as runtime_config
 from handler.adapters import cli
 from handler.api import router
 from handler.api.compat import deepl, libretranslate
+from handler.api.own_shapes import TranslateRequest
 from handler.config import RuntimeConfig
 from handler.formats import FILE_SUFFIXES, FORMATS, format_for
 from handler.service import OPTION_NAMES
@@ -517,10 +518,8 @@ def test_a_planted_route_is_caught() -> None:
     assert not route_problems("x.md", "| `POST /v2/document/{id}/result` | ... |", routes)
 
 
-# the body's own fields beside the options: the texts and the router's *_FIELD names (spans, stream, ...)
-REQUEST_FIELDS = {*router.TEXT_FIELDS} | {
-    value for name, value in vars(router).items() if name.endswith("_FIELD") and isinstance(value, str)
-}
+# the body's own fields beside the options, as its shape declares them: the texts and the flags (spans, stream, ...)
+REQUEST_FIELDS = set(TranslateRequest.PARAMS)
 API_PAGE = REPO_ROOT / "docs" / "api.md"
 _OWN_API_BODY = re.compile(r"curl [^\n]*?/translate '?[^\n]*\n?[^\n]*?-d '(\{.*?\})'\s*$", re.M)
 
