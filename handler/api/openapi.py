@@ -23,7 +23,7 @@ from handler.api.messages import error_codes
 from handler.api.own_routes import OWN_ROUTES
 from handler.api.own_shapes import TranslateRequest
 from handler.api.scores import SCORED_SEGMENT_SCHEMA
-from handler.api.shapes import IGNORED_VALUE, IGNORED_VALUE_SCHEMA, shape_schema
+from handler.api.shapes import IgnoredValue, shape_schema
 from handler.config import RuntimeConfig
 from handler.text.spans import SpanKind
 
@@ -52,7 +52,7 @@ def build_document(config: RuntimeConfig | None = None) -> dict[str, Any]:
         **libretranslate_schemas(),
         **deepl_requests,
         **deepl_schemas(),
-        IGNORED_VALUE: IGNORED_VALUE_SCHEMA,
+        IgnoredValue.NAME: IgnoredValue.schema(),
     }
     return {
         "openapi": "3.1.0",

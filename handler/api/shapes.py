@@ -37,21 +37,45 @@ NO_RESERVED_PATTERN = f"^[^{chr(MARKUP_OPEN)}-{chr(MARKUP_LIMIT - 1)}]*{TEXT_END
 _RESERVED = re.compile(RESERVED)
 _METACHARACTERS = set(".^$*+?()[]{}|\\/")
 NULL = {"type": "null"}
-# a field a shape does not declare is read and ignored (as DeepL and LibreTranslate ignore them): any JSON value whose
-# numbers are below 10^30 in magnitude (``handler.api.messages.read_json`` refuses an integer of more than 30 digits;
-# the same number written 1e30 is refused here, ``_ignored_problem``: a schema cannot tell how a number is written)
-IGNORED_VALUE = "IgnoredValue"
-LARGEST_NUMBER = 10**30 - 1
-IGNORED_VALUE_SCHEMA: dict[str, Any] = {
-    "description": "a field the route does not take, read and ignored: any JSON value the body reader takes "
-    "(numbers below 10^30 in magnitude, at most 32 levels deep)",
-    "anyOf": [
-        {"type": ["string", "boolean", "null"]},
-        {"type": "number", "minimum": -LARGEST_NUMBER, "maximum": LARGEST_NUMBER},
-        {"type": "array", "items": {"$ref": f"#/components/schemas/{IGNORED_VALUE}"}},
-        {"type": "object", "additionalProperties": {"$ref": f"#/components/schemas/{IGNORED_VALUE}"}},
-    ],
-}
+
+
+class IgnoredValue:
+    """A field a shape does not declare, read and ignored (as DeepL and LibreTranslate ignore them): any JSON value
+    whose numbers are below 10^30 in magnitude. One rule, read (``problem``) and described (``schema``) from here:
+    ``handler.api.messages.read_json`` refuses an integer of more than 30 digits, and the same number written 1e30
+    is refused by ``problem``, since a schema cannot tell how a number is written."""
+
+    NAME = "IgnoredValue"  # its name among the document's schemas
+    LARGEST = 10**30 - 1
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        itself = {"$ref": f"#/components/schemas/{cls.NAME}"}
+        return {
+            "description": "a field the route does not take, read and ignored: any JSON value the body reader takes "
+            "(numbers below 10^30 in magnitude, at most 32 levels deep)",
+            "anyOf": [
+                {"type": ["string", "boolean", "null"]},
+                {"type": "number", "minimum": -cls.LARGEST, "maximum": cls.LARGEST},
+                {"type": "array", "items": itself},
+                {"type": "object", "additionalProperties": itself},
+            ],
+        }
+
+    @classmethod
+    def problem(cls, value: Any) -> str | None:
+        """What ``value`` holds that the rule does not allow (a number of 10^30 or more in magnitude, however
+        written), or None."""
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+            elif isinstance(item, int | float) and not isinstance(item, bool) and abs(item) > cls.LARGEST:
+                return f"holds the number {item:.3g}; a request's numbers are below 10^30 in magnitude"
+        return None
 
 
 class Fields(Protocol):
@@ -692,7 +716,7 @@ class Grammar(Rule):
 class Shape:
     """The base of a request shape: its class body declares each field, typed, with its rule (``name: type =
     param(kind)``), in the order the fields are read, and its ``RULES`` across fields; a field it does not declare is
-    read and ignored (``IGNORED_VALUE_SCHEMA``), or, with ``OPTIONS``, read as those options into ``options`` (after
+    read and ignored (``IgnoredValue``), or, with ``OPTIONS``, read as those options into ``options`` (after
     the presence of fields, before their values: an unknown field is refused naming the options and the shape's
     ``Flag`` fields) and described by their declaration. A value is immutable, its fields set once by
     ``read_shape``. (Not a dataclass: a dataclass's generated code costs about half a millisecond a class at every
@@ -769,24 +793,9 @@ def read_shape(
     if options is not None:
         return shape(**read, **{OPTIONS_FIELD: options})
     for name, value in fields_.values.items():
-        if name not in params and (problem := _ignored_problem(value)) is not None:
+        if name not in params and (problem := IgnoredValue.problem(value)) is not None:
             raise InvalidRequestError(f"the field {name!r}, which this route does not take, {problem}")
     return shape(**read)
-
-
-def _ignored_problem(value: Any) -> str | None:
-    """What an ignored field's value holds that ``IGNORED_VALUE_SCHEMA`` does not allow (a number of 10^30 or more in
-    magnitude, however written), or None."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, int | float) and not isinstance(item, bool) and abs(item) > LARGEST_NUMBER:
-            return f"holds the number {item:.3g}; a request's numbers are below 10^30 in magnitude"
-    return None
 
 
 def shape_schema(shape: type[Any], config: RuntimeConfig, form: bool = False) -> dict[str, Any]:
@@ -799,7 +808,7 @@ def shape_schema(shape: type[Any], config: RuntimeConfig, form: bool = False) ->
     required = [name for name, kind in params.items() if kind.required]
     if required:
         schema["required"] = required
-    ignored = {"$ref": f"#/components/schemas/{IGNORED_VALUE}"}
+    ignored = {"$ref": f"#/components/schemas/{IgnoredValue.NAME}"}
     schema["additionalProperties"] = False if shape.OPTIONS is not None else ignored
     conditions = [_needs(name, kind.needs, params, config, form) for name, kind in params.items() if kind.needs]
     conditions += [rule.schema(shape, config, form) for rule in getattr(shape, "RULES", ())]
