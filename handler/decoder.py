@@ -147,14 +147,6 @@ class Answers:
             raise StopIteration
         return answered
 
-    def wait(self) -> None:
-        """Until every input is decoded (or the job failed: raised here)."""
-        try:
-            for _ in self:
-                pass
-        finally:
-            self.close()
-
     def close(self) -> None:
         if self._ticket is not None:
             self._decoder._leave(self._ticket)
