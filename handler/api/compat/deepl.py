@@ -90,6 +90,7 @@ from handler.api.compat.fields import (
     json_response,
     key_is_valid,
     read_fields,
+    route_or_refusal,
 )
 from handler.api.keys import ApiKeys, presented_key
 from handler.api.messages import ErrorShape, error_headers, status_for
@@ -216,12 +217,9 @@ class DeepLApi:
             if found.template is None:
                 raise ApiStatus(404, _not_found(path))
             allowed = ROUTES[found.template]
-            if request.method == "OPTIONS":  # a CORS preflight, for any of the route's paths
-                return HttpResponse(204, {"Allow": ", ".join((*allowed, "OPTIONS"))}, b"")
-            if found.route is None:
-                message = _message(f"{found.template} answers {' and '.join(allowed)}")
-                return json_response(405, message, {"Allow": ", ".join(allowed)})
-            route = found.route
+            route = route_or_refusal(request.method, found, allowed, _message)
+            if isinstance(route, HttpResponse):  # a preflight, or a method the path does not take
+                return route
             files: dict[str, UploadedFile] = {}
             fields = read_fields(request, MAX_BODY_BYTES, files if takes_files(route.shape) else None)
             self._check_key(request, fields)

@@ -3,7 +3,7 @@ responses."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email import errors as email_errors
 from email.message import Message
@@ -21,6 +21,7 @@ from handler.api.messages import (
     media_type_of,
     read_json,
 )
+from handler.api.routes import Found, Route
 from handler.errors import InvalidRequestError, RequestTooLargeError, UnauthorizedError
 
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -199,3 +200,17 @@ def json_response(status: int, payload: Any, headers: Mapping[str, str] | None =
     body = encode_json(payload)
     all_headers = {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", **(headers or {})}
     return HttpResponse(status, all_headers, body)
+
+
+def route_or_refusal(
+    method: str, found: Found, allowed: tuple[str, ...], error_body: Callable[[str], Any]
+) -> Route | HttpResponse:
+    """A drop-in route found for a request (``handler.api.routes``), or its answer before any handler: 204 to a CORS
+    preflight, for any of the route's paths; 405 with ``Allow`` and the API's own error body (``error_body``) to a
+    method its path does not take."""
+    if method == "OPTIONS":
+        return HttpResponse(204, {"Allow": ", ".join((*allowed, "OPTIONS"))}, b"")
+    if found.route is None:
+        message = error_body(f"{found.template} answers {' and '.join(allowed)}")
+        return json_response(405, message, {"Allow": ", ".join(allowed)})
+    return found.route

@@ -54,6 +54,7 @@ from handler.api.compat.fields import (
     json_response,
     key_is_valid,
     read_fields,
+    route_or_refusal,
 )
 from handler.api.compat.libretranslate_routes import DOWNLOAD_PREFIX, LIBRETRANSLATE_ROUTES, ROUTES
 from handler.api.compat.libretranslate_shapes import TARGET
@@ -179,12 +180,9 @@ class LibreTranslateApi:
             if found.template is None:
                 raise ApiStatus(404, f"{path} is not a LibreTranslate route this server answers")
             allowed = ROUTES[found.template]
-            if request.method == "OPTIONS":  # a CORS preflight, for any of the route's paths
-                return HttpResponse(204, {"Allow": ", ".join((*allowed, "OPTIONS"))}, b"")
-            if found.route is None:
-                message = _error(f"{found.template} answers {' and '.join(allowed)}")
-                return json_response(405, message, {"Allow": ", ".join(allowed)})
-            route = found.route
+            route = route_or_refusal(request.method, found, allowed, _error)
+            if isinstance(route, HttpResponse):  # a preflight, or a method the path does not take
+                return route
             fields, values = None, None
             if route.reads:
                 files: dict[str, UploadedFile] = {}
