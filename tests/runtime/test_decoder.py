@@ -15,7 +15,7 @@ import pytest
 
 from build import corpus
 from handler import decoder as decoder_module
-from handler.api.messages import HttpRequest
+from handler.api.messages import HttpRequest, HttpResponse
 from handler.api.router import HttpApi
 from handler.coldstart import Startup
 from handler.decoder import Job, Priority, SearchKey
@@ -226,9 +226,9 @@ def test_a_request_that_stops_waiting_leaves_the_queue() -> None:
     assert len(rows) == 1, "nothing of the closed request was decoded"
 
 
-@needs_shipped_bundle
-@pytest.mark.parametrize("stream", [False, True])
-def test_a_full_queue_is_answered_429_with_retry_after_before_any_answer_begins(stream: bool) -> None:
+def posted_while_the_queue_is_full(path: str, body: dict[str, Any]) -> HttpResponse:
+    """The HTTP answer to ``body`` at ``path`` while the decoder holds more than its 5 s queue: a request of about
+    100 tokens x 4 beams waits at a measured second per token and beam."""
     shared = service(max_queue_s=5.0)
     api = HttpApi(Startup(shared.config, shared, None, 0.0))
     release = threading.Event()
@@ -237,10 +237,17 @@ def test_a_full_queue_is_answered_429_with_retry_after_before_any_answer_begins(
     with ThreadPoolExecutor(max_workers=1) as pool:
         holding = pool.submit(shared.translate, "".join(dev_sentences(3)))
         time.sleep(0.3)
-        body = json.dumps({"text": "你好。", "stream": stream}).encode()
-        response = api.handle(HttpRequest.create("POST", "/translate", {"Content-Type": "application/json"}, body))
+        request = HttpRequest.create("POST", path, {"Content-Type": "application/json"}, json.dumps(body).encode())
+        response = api.handle(request)
         release.set()
         holding.result()
+    return response
+
+
+@needs_shipped_bundle
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_full_queue_is_answered_429_with_retry_after_before_any_answer_begins(stream: bool) -> None:
+    response = posted_while_the_queue_is_full("/translate", {"text": "你好。", "stream": stream})
     assert response.status == 429, response.body_text()
     assert json.loads(response.body)["error"]["code"] == "busy"
     assert int(response.headers["Retry-After"]) >= 1
@@ -258,18 +265,7 @@ def test_the_drop_in_apis_answer_a_full_queue_429_in_their_own_shape(
     path: str, body: dict[str, Any], shape: str
 ) -> None:
     """DeepL's and LibreTranslate's clients retry 429 themselves; Retry-After says when."""
-    shared = service(max_queue_s=5.0)
-    api = HttpApi(Startup(shared.config, shared, None, 0.0))
-    release = threading.Event()
-    after_each_batch(shared, lambda rows: release.wait(10))
-    shared.throughput.record(seconds=1.0, work=1.0)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        holding = pool.submit(shared.translate, "".join(dev_sentences(3)))
-        time.sleep(0.3)
-        request = HttpRequest.create("POST", path, {"Content-Type": "application/json"}, json.dumps(body).encode())
-        response = api.handle(request)
-        release.set()
-        holding.result()
+    response = posted_while_the_queue_is_full(path, body)
     assert response.status == 429, response.body_text()
     answer = json.loads(response.body)
     assert list(answer) == [shape] and isinstance(answer[shape], str) and "busy" in answer[shape]
