@@ -20,9 +20,10 @@ them), fairly and with back-pressure; the translation memory, the batch planner 
 there. A request carries its options, its share of the decoder (``Job``: settings, priority, deadline, what it has
 decoded), progress and scores down the pipeline in one ``_Run``, built whole when the request begins.
 
-Streaming (``translate_stream``, ``handler.streaming``): the request's units (sentences of plain text, blocks of
-markup) are decoded in windows of consecutive units, each window's batches one at a time, and each unit is yielded
-as soon as it and every unit before it are done; the translations are the same byte for byte as the whole call's.
+Streaming (``translate_stream``): the refusals are raised here, before the answer begins; ``handler.streaming`` then
+runs the request with this service's decoder and steps: its units (sentences of plain text, blocks of markup) are
+decoded in windows of consecutive units, each window's batches one at a time, and each unit is yielded as soon as it
+and every unit before it are done; the translations are the same byte for byte as the whole call's.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from handler.options import MAX_LENGTH_RATIO_RANGE as MAX_LENGTH_RATIO_RANGE
 from handler.options import OPTION_NAMES as OPTION_NAMES
 from handler.options import TranslateOptions as TranslateOptions
 from handler.options import shown_value
-from handler.streaming import StreamedUnit, StreamProgress, plan_windows
+from handler.streaming import StreamedTranslation, StreamedUnit, StreamProgress, Unit
 from handler.text.cleaning import clean_translation
 from handler.text.glossary import Glossary, deployment_glossary
 from handler.text.markup import MarkupDocument, lost_runs, parse_markup
@@ -65,7 +66,6 @@ from handler.text.spans import (
     ProtectedSpan,
     SpanKind,
     Translation,
-    first_model_inputs,
     has_chinese,
     translate_protected,
 )
@@ -118,30 +118,6 @@ class _Run:
     @property
     def deadline(self) -> float | None:
         return self.job.deadline
-
-
-@dataclass(frozen=True)
-class _Unit:
-    """What a stream yields one at a time: a segment of plain text or a block of markup, with where it is."""
-
-    text: int
-    block: Document
-    segment: int | None  # the segment of ``block`` (plain text), or None for the whole block (markup)
-    source_span: tuple[int, int] | None
-
-    @property
-    def sources(self) -> list[str]:
-        texts = self.block.texts
-        return texts if self.segment is None else [texts[self.segment]]
-
-
-@dataclass
-class _Sent:
-    """How far a stream has got: the units yielded so far (they are yielded in order) and their source characters."""
-
-    units: int = 0
-    characters: int = 0
-    held: bool = False  # a unit waits for a later round's input: nothing more goes out until its window is done
 
 
 @dataclass(frozen=True)
@@ -453,135 +429,24 @@ class TranslationService:
     # --- streaming ------------------------------------------------------------------------------------------
 
     def _stream(self, prepared: _Prepared, run: _Run) -> Iterator[StreamEvent]:
-        """The events of ``translate_stream`` (``handler.streaming`` says how the windows are chosen). A window's
-        batches are decoded in the order of their earliest unit, and after each batch every unit whose model inputs
-        are all decoded, and every unit before it, is yielded."""
-        sent = _Sent()
-        try:
-            run.total = sum(len(t) for t in prepared.sources)
-            if run.deadline is not None and time.monotonic() >= run.deadline:  # the memory does not answer late
-                raise DeadlineExceededError("the deadline passed before the translation began; nothing was translated")
-            units = self._units(prepared, run.options)
-            tokens = [sum(self._tokenizer.count_tokens(t) for t in unit.sources) for unit in units]
-            windows = plan_windows(tokens, max(1, self.config.batch_tokens // run.beam_size))
-            results: dict[str, Translation] = {}
-            glossary = self.glossary.merged(run.options.glossary).as_dict()
-            done = 0
-            for window in windows:
-                inputs_of = {
-                    position: first_model_inputs(units[position].sources, glossary)
-                    if run.options.protect_spans
-                    else units[position].sources
-                    for position in window
-                }
-                needed = [text for position in window for text in inputs_of[position]]
-                fresh_characters = sum(len(text) for text in needed if text not in run.job.decoded)
-                # progress: the source characters of the windows before, and this window's share of its batches
-                window_characters = sum(len(t) for position in window for t in units[position].sources)
-                decoded = 0
-                # queued now, the memory's answers already in: a closed stream leaves the queue with the ``with``
-                with self.decoder.decode(needed, run.job, in_source_order=True) as batches:
-                    yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent)
-                    for characters in batches:
-                        decoded += characters
-                        progress = done + decoded * window_characters // max(1, fresh_characters)
-                        yield StreamProgress(progress, run.total)
-                        yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent)
-                yield from self._ready_units(window, units, inputs_of, prepared, results, run, sent, window_done=True)
-                done += window_characters
-            translations = self._assemble(prepared, results, run)
-            yield StreamFinished(tuple(translations), len(units), sum(len(text) for text in prepared.given))
-        except DeadlineExceededError as error:
-            delivered = f"{sent.characters:,} of {run.total:,} characters were translated and sent"
-            raise DeadlineExceededError(f"{error} ({delivered})") from None
-        finally:
-            release_free_heap()
-
-    def _ready_units(
-        self,
-        window: range,
-        units: Sequence[_Unit],
-        inputs_of: Mapping[int, Sequence[str]],
-        prepared: _Prepared,
-        results: dict[str, Translation],
-        run: _Run,
-        sent: _Sent,
-        *,
-        window_done: bool = False,
-    ) -> Iterator[StreamedUnit]:
-        """The units of ``window`` from the next one not yet sent, in order, as far as they are translated.
-
-        Between batches (``window_done`` false) a unit goes out when its first-round model inputs are decoded and
-        its translation needs nothing more from the model; the first unit that needs a later round's input (a
-        sentence whose spans the model lost) holds itself and every unit after it until the window's batches are
-        done, when the held units' later rounds are decoded together, as the whole call decodes them."""
-        if sent.held and not window_done:
-            return
-        start = max(sent.units, window.start)
-        end = start
-        while end < window.stop and all(text in run.job.decoded for text in inputs_of[end]):
-            end += 1
-        if end == start:
-            return
-        sources = [t for position in range(start, end) for t in units[position].sources]
-        if window_done:
-            results.update(self._segment_translations(sources, self._model_for(run), run.options))
-            sent.held = False
-        else:
-            missing: set[str] = set()
-            found = self._segment_translations(sources, self._decoded_only(run, missing), run.options)
-            for position in range(start, end):
-                if any(given in missing for t in units[position].sources for given in found[t].model_inputs):
-                    end, sent.held = position, True
-                    break
-            results.update({t: found[t] for position in range(start, end) for t in units[position].sources})
-        for position in range(start, end):
-            sent.units = position + 1
-            sent.characters += sum(len(t) for t in units[position].sources)
-            yield self._streamed(units[position], position, prepared, results, run)
-
-    def _decoded_only(self, run: _Run, missing: set[str]) -> Callable[[Sequence[str]], list[str]]:
-        """A model answering only what this request has decoded; any other input is recorded in ``missing`` and
-        answered with an empty string (a translation made from it is discarded, never sent)."""
-
-        def model(inputs: Sequence[str]) -> list[str]:
-            outputs = []
-            for text in inputs:
-                entry = run.job.decoded.get(text)
-                if entry is None:
-                    missing.add(text)
-                    outputs.append("")
-                else:
-                    run.scored[text] = (entry.hypothesis, entry.source_tokens)
-                    outputs.append(entry.translation)
-            return outputs
-
-        return model
-
-    def _units(self, prepared: _Prepared, options: TranslateOptions) -> list[_Unit]:
-        """The request's units in order: each segment of plain text, each block of markup."""
-        units = []
-        for number, (original, converted, markup, blocks) in enumerate(
-            zip(prepared.given, prepared.converted, prepared.markups, prepared.documents, strict=True)
-        ):
-            same_length = len(original) == len(converted)
-            if options.format == "text":  # one block, the whole text: its segments' offsets are the text's
-                for document in blocks:
-                    for index, segment in enumerate(document.segments):
-                        span = (segment.start, segment.end) if same_length else None
-                        units.append(_Unit(number, document, index, span))
-                continue
-            at = 0
-            for document in blocks:
-                # blocks come in source order, except an attribute's value, which comes before the text around it
-                shown = markup.shown(document.source.strip())
-                found = (locate(converted, shown, at) or locate(converted, shown, 0)) if same_length else None
-                at = found[1] if found else at
-                units.append(_Unit(number, document, None, found))
-        return units
+        """The events of ``translate_stream``, run by ``handler.streaming`` with this service's decoder and steps."""
+        return StreamedTranslation(
+            self.decoder,
+            self._tokenizer.count_tokens,
+            self.config.batch_tokens,
+            self.glossary,
+            prepared,
+            run,
+            translate=self._segment_translations,
+            whole_model=lambda: self._model_for(run),
+            streamed=lambda unit, position, results: self._streamed(unit, position, prepared, results, run),
+            finished=lambda results, units: StreamFinished(
+                tuple(self._assemble(prepared, results, run)), units, sum(len(text) for text in prepared.given)
+            ),
+        ).events()
 
     def _streamed(
-        self, unit: _Unit, position: int, prepared: _Prepared, results: Mapping[str, Translation], run: _Run
+        self, unit: Unit, position: int, prepared: _Prepared, results: Mapping[str, Translation], run: _Run
     ) -> StreamedUnit:
         located = len(prepared.given[unit.text]) == len(prepared.converted[unit.text])
         if unit.segment is None:
