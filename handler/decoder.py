@@ -2,22 +2,33 @@
 
 A request hands ``Decoder.decode`` the model inputs it needs (after splitting, the translation memory and its own
 de-duplication) with a ``Job``: its search settings, priority and deadline. Inputs the translation memory holds are
-answered at once; the rest wait in one queue shared by every request of the process, and a single decoding thread
-takes batches from it. Each batch holds inputs whose search settings match (``SearchKey``: whatever changes a row's
+answered at once; the rest wait in one queue shared by every request of the process, and decoding threads take
+batches from it. Each batch holds inputs whose search settings match (``SearchKey``: whatever changes a row's
 search), chosen by the planner (``handler.model.batching``: token and cache budgets) from everything waiting with
-those settings, so concurrent requests fill each other's batches. A batch's rows come back to each request that
-asked for them as soon as it is done; the same input asked by two requests at once is decoded once. Outputs do not
-depend on the batch a row is in (``handler.model.decoding``: each row's own length limit, its own beams), so a
-request gets byte for byte what it would get alone.
+those settings, so concurrent requests fill each other's batches. Each row goes back to every request that asked
+for it as soon as the search has finished it (a sentence leaves its batch when done), not when the batch's longest
+row ends; the same input asked by two requests at once is decoded once. Outputs do not depend on the batch a row is
+in (``handler.model.decoding``: each row's own length limit, its own beams), so a request gets byte for byte what
+it would get alone.
+
+**Several batches at once.** Up to ``workers`` batches are searched at once, each on a thread of its own (the
+service gives one per core; a bundle that opens lean, the full-size CSANMT, one). A batch that starts alone is
+searched in ``parts`` (``handler.model.parallel_search``: its Python overlaps the other part's model call); one
+that starts beside another runs whole, the cores being taken. A free thread does not start a lone row beside a
+batch that still searches many (a small batch costs almost a full one's step): it starts when at least as many
+inputs wait as the batches under way still search. So as a batch's short rows finish and their requests come back
+with their next sentences, the next batch forms beside its long rows instead of after them: the cores stay busy
+with batches of useful size, which is where serving many users gains on decoding each request alone.
 
 **Policy.** Each batch is built around one request's oldest waiting input, the *head*: requests take turns
 (round-robin, in the order they arrived), interactive requests (the HTTP APIs) before bulk work (documents, file
 events, fan-out parts), except that bulk work that has waited ``BULK_AGE_BOUND_S`` gets the next turn, so neither
 starves. The planner then fills the head's batch with the inputs of similar length from every waiting request of
-the same settings. A short request arriving while a long document decodes therefore waits for the batch under way
-and is in the next one.
+the same settings. A short request arriving while a long document decodes therefore waits at most for a batch
+under way to end and is in the next one.
 
-**Back-pressure.** The decoder measures its speed on finished batches (``ThroughputMeter``) and knows the work
+**Back-pressure.** The decoder measures its speed on finished batches (``ThroughputMeter``; time counted once while
+batches overlap) and knows the work
 queued. A request whose own work, behind the queue, cannot end before its deadline is refused at once
 (``DeadlineExceededError``, as before: naming the ways out); when the queue alone holds more than
 ``max_queue_s`` seconds of work at the measured speed, a request is refused with ``ServerBusyError`` (429, with the
@@ -38,9 +49,9 @@ from enum import IntEnum
 
 from handler.errors import DeadlineExceededError, ServerBusyError
 from handler.model.batching import Batch
-from handler.model.decoding import Hypothesis
+from handler.model.decoding import Hypothesis, RowDone
 from handler.model.memory import release_free_heap
-from handler.translation_memory import MemoryKey, Remembered, TranslationMemory, current_work
+from handler.translation_memory import MemoryKey, Remembered, TranslationMemory, WorkCounts, current_work
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +135,13 @@ class _Ticket:
     waiting: dict[str, _Waiting] = field(default_factory=dict)
     finished: list[int] = field(default_factory=list)  # characters of each batch that answered some of it
     failure: BaseException | None = None
-    batches: int = 0  # batches that held some of its inputs
+    began: float | None = None  # when its first batch began: the end of its queue wait (handler.metrics)
+    work: WorkCounts | None = field(default_factory=current_work.get)  # the request's figures, where it has them
+    batch_numbers: set[int] = field(default_factory=set)  # the batches that answered some of its inputs
+
+    @property
+    def batches(self) -> int:
+        return len(self.batch_numbers)
 
 
 class Answers:
@@ -160,24 +177,31 @@ class Answers:
 
 
 class Decoder:
-    """The process's one decoder (``TranslationService.decoder``). ``search(rows, key)`` runs one batch of token
-    rows; ``plan(lengths, key)`` cuts waiting inputs into batches; ``finish(ids)`` turns a hypothesis's ids into
-    cleaned English; ``memory_key(text, key)`` names an input in the translation memory."""
+    """The process's one decoder (``TranslationService.decoder``). ``search(rows, key, on_row, parts)`` runs one
+    batch of token rows in up to ``parts`` parts, handing each row's hypothesis to ``on_row(index, hypothesis)`` as
+    soon as it is done; ``plan(lengths, key)`` cuts waiting inputs into batches; ``finish(ids)`` turns a
+    hypothesis's ids into cleaned English; ``memory_key(text, key)`` names an input in the translation memory."""
 
     def __init__(
         self,
-        search: Callable[[list[list[int]], SearchKey], list[Hypothesis]],
+        search: Callable[[list[list[int]], SearchKey, RowDone, int], list[Hypothesis]],
         plan: Callable[[list[int], SearchKey], list[Batch]],
         encode: Callable[[list[str]], list[list[int]]],
         finish: Callable[[Sequence[int]], str],
         memory: TranslationMemory,
         memory_key: Callable[[str, SearchKey], MemoryKey],
         max_queue_s: float = DEFAULT_MAX_QUEUE_S,
+        workers: int = 1,
+        parts: int = 1,
     ) -> None:
+        if workers < 1 or parts < 1:
+            raise ValueError(f"workers and parts must be at least 1; got {workers} and {parts}")
         self._search, self._plan, self._encode, self._finish = search, plan, encode, finish
         self.memory = memory
         self._memory_key = memory_key
         self.max_queue_s = max_queue_s
+        self.workers = workers  # batches under way at once, each on a thread of its own
+        self.parts = parts  # the parts a batch under way alone is searched in (a batch beside another: one)
         self.throughput = ThroughputMeter()
         self.batches = 0  # batches decoded since the start (tests, the serving benchmark)
         self.rows = 0  # rows decoded since the start
@@ -191,8 +215,13 @@ class Decoder:
         self._decoding: dict[tuple[SearchKey, str], _Waiting] = {}  # the batch under way: a new asker joins it
         self._tickets: list[_Ticket] = []  # jobs with inputs in the queue, in arrival order
         self._numbers = itertools.count()
+        self._batch_numbers = itertools.count()
         self._turn = -1  # the number of the last ticket whose input headed a batch
-        self._thread: threading.Thread | None = None
+        self._threads = 0  # decoding threads alive (at most ``workers``)
+        self._idle = 0  # of them, those waiting for work
+        self._under_way = 0  # batches being searched
+        self._live = 0  # rows of the batches under way not yet answered
+        self._charged_until = 0.0  # time.perf_counter() up to which decoding time is in the throughput meter
         self._last_batch_end = 0.0  # time.monotonic() when the last batch ended
         self._last_batch_jobs = 0  # how many requests it answered
 
@@ -312,8 +341,10 @@ class Decoder:
         with self._condition:
             while not ticket.finished and ticket.failure is None and ticket.waiting:
                 self._condition.wait()
-            if ticket.finished:
-                return ticket.finished.pop(0)
+            if ticket.finished:  # every row answered since the last call, at once
+                answered = sum(ticket.finished)
+                ticket.finished.clear()
+                return answered
             if ticket.failure is not None:
                 raise ticket.failure
             return None
@@ -324,22 +355,41 @@ class Decoder:
             self._drop(ticket)
             if ticket in self._tickets:
                 self._tickets.remove(ticket)
+        if ticket.work is not None:  # the request's queue wait and decoding time (handler.metrics)
+            ticket.work.decoder_done(ticket.arrived, ticket.began, time.monotonic())
 
     # --- the decoding thread -----------------------------------------------------------------------------------
 
     def _start(self) -> None:
-        """The decoding thread, started when work arrives and none runs (called with the condition held)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="decoder", daemon=True)
-            self._thread.start()
+        """Another decoding thread, when work arrives, none waits for it and fewer than ``workers`` run (called with
+        the condition held)."""
+        if self._idle == 0 and self._threads < self.workers:
+            self._threads += 1
+            threading.Thread(target=self._run, name="decoder", daemon=True).start()
 
     def _run(self) -> None:
         while True:
             with self._condition:
-                while not self._queue:
-                    if not self._condition.wait(timeout=IDLE_EXIT_S) and not self._queue:
-                        self._thread = None  # idle: the next request starts another
-                        return
+                chosen = self._wait_for_batch()
+                if chosen is None:
+                    self._threads -= 1  # idle: the next request starts another
+                    return
+                if not self._under_way:
+                    self._charged_until = time.perf_counter()  # busy from now: the meter counts from here
+                self._under_way += 1
+                self._live += len(chosen)
+                parts = self.parts if self._under_way == 1 else 1  # beside another batch the cores are taken
+                for waiting in chosen:  # under way: out of the queue, still joinable
+                    self._decoding[(waiting.key, waiting.text)] = self._queue.pop((waiting.key, waiting.text))
+                    for ticket in waiting.jobs:
+                        ticket.began = ticket.began or time.monotonic()
+            self._decode(chosen, parts)
+
+    def _wait_for_batch(self) -> list[_Waiting] | None:
+        """The inputs of the next batch, once it may start; None after ``IDLE_EXIT_S`` without work (called with
+        the condition held)."""
+        while True:
+            if self._queue and self._may_start():
                 try:
                     self._gather()
                     chosen = self._next_batch()
@@ -349,16 +399,26 @@ class Decoder:
                         ticket.failure = error
                         self._drop(ticket)
                     continue
-                for waiting in chosen:  # under way: out of the queue, still joinable
-                    self._decoding[(waiting.key, waiting.text)] = self._queue.pop((waiting.key, waiting.text))
-            if chosen:
-                self._decode(chosen)
+                if chosen:
+                    return chosen
+                continue
+            self._idle += 1
+            woken = self._condition.wait(timeout=IDLE_EXIT_S)
+            self._idle -= 1
+            if not woken and not self._queue and not self._under_way:
+                return None
+
+    def _may_start(self) -> bool:
+        """A batch starts when none is under way, or when at least as many inputs wait as the batches under way
+        still search: a free thread does not take a lone row beside a full batch (a small batch costs almost a
+        full one's step), but starts as soon as the running batches' finished rows have made room."""
+        return not self._under_way or len(self._queue) >= self._live
 
     def _gather(self) -> None:
         """Right after a batch that answered several requests, they are making their next ones: when fewer than
-        ``GATHER_ROWS`` inputs wait, wait up to ``GATHER_S`` for more to share the batch (called with the condition
-        held). A request that finds the decoder idle, or alone, starts at once."""
-        if self._last_batch_jobs < 2 or time.monotonic() - self._last_batch_end > GATHER_S:
+        ``GATHER_ROWS`` inputs wait and no batch is under way, wait up to ``GATHER_S`` for more to share the batch
+        (called with the condition held). A request that finds the decoder idle, or alone, starts at once."""
+        if self._under_way or self._last_batch_jobs < 2 or time.monotonic() - self._last_batch_end > GATHER_S:
             return  # one request at a time (or none lately): nothing to wait for
         until = self._last_batch_end + GATHER_S
         while len(self._queue) < GATHER_ROWS and (left := until - time.monotonic()) > 0:
@@ -440,49 +500,73 @@ class Decoder:
         ticket.waiting.clear()
         self._condition.notify_all()
 
-    def _decode(self, chosen: list[_Waiting]) -> None:
+    def _decode(self, chosen: list[_Waiting], parts: int) -> None:
+        """Search one batch; each row goes to the requests waiting for it as soon as the search has it."""
         key = chosen[0].key
-        began = time.perf_counter()
-        try:
-            hypotheses = self._search([waiting.ids for waiting in chosen], key)
-            entries = [
-                Remembered(self._finish(hypothesis.ids), hypothesis, len(waiting.ids))
-                for waiting, hypothesis in zip(chosen, hypotheses, strict=True)
-            ]
-        except BaseException as error:  # the batch failed: every job waiting for one of its rows hears it
+        number = next(self._batch_numbers)
+        answered: set[int] = set()  # rows handed back
+        asked: dict[int, _Ticket] = {}  # the requests it answered
+
+        def on_row(index: int, hypothesis: Hypothesis) -> None:
+            entry = Remembered(self._finish(hypothesis.ids), hypothesis, len(chosen[index].ids))
             with self._condition:
-                for waiting in chosen:
-                    self._decoding.pop((waiting.key, waiting.text), None)
-                    for ticket in list(waiting.jobs):
-                        if ticket.failure is None:
-                            ticket.failure = error
-                            self._drop(ticket)
-                self._condition.notify_all()
+                if index not in answered:
+                    answered.add(index)
+                    asked.update((id(ticket), ticket) for ticket in chosen[index].jobs)
+                    self._answer(chosen[index], entry, number)
+
+        try:
+            hypotheses = self._search([waiting.ids for waiting in chosen], key, on_row, parts)
+            for index, hypothesis in enumerate(hypotheses):
+                on_row(index, hypothesis)  # a row the search did not hand back on its own
+        except BaseException as error:  # the batch failed: every job waiting for a row not answered hears it
+            with self._condition:
+                for index, waiting in enumerate(chosen):
+                    if index not in answered:
+                        self._fail_row(waiting, error)
+                self._end_batch(None, 0.0, 0)
             return
         finally:
             release_free_heap()  # a batch's freed caches, before the next batch grows the heap again
-        work = float(key.beam_size * sum(len(waiting.ids) for waiting in chosen))
         with self._condition:
-            self._last_batch_end = time.monotonic()
-            self.throughput.record(time.perf_counter() - began, work)
+            self._end_batch(key, float(key.beam_size * sum(len(waiting.ids) for waiting in chosen)), len(asked))
+
+    def _answer(self, waiting: _Waiting, entry: Remembered, batch: int) -> None:
+        """A row's translation to every job waiting for it, and to the translation memory (condition held)."""
+        self._live -= 1
+        self.rows += 1
+        self.memory.put(self._memory_key(waiting.text, waiting.key), entry)
+        self._decoding.pop((waiting.key, waiting.text), None)
+        for ticket in waiting.jobs:
+            ticket.job.decoded[waiting.text] = entry
+            ticket.waiting.pop(waiting.text, None)
+            ticket.batch_numbers.add(batch)
+            ticket.finished.append(ticket.characters[waiting.text])
+            if not ticket.waiting and ticket in self._tickets:
+                self._tickets.remove(ticket)
+        self._condition.notify_all()
+
+    def _fail_row(self, waiting: _Waiting, error: BaseException) -> None:
+        """A row of a failed batch: the jobs waiting for it hear the error (condition held)."""
+        self._live -= 1
+        self._decoding.pop((waiting.key, waiting.text), None)
+        for ticket in list(waiting.jobs):
+            if ticket.failure is None:
+                ticket.failure = error
+                self._drop(ticket)
+
+    def _end_batch(self, key: SearchKey | None, work: float, jobs: int) -> None:
+        """A batch is over: its decoding time (counted once while batches overlap) and ``work`` go into the meter
+        when it succeeded (``key`` given); the threads waiting for room hear it (condition held)."""
+        self._under_way -= 1
+        now = time.perf_counter()
+        if key is not None:
+            self.throughput.record(max(0.0, now - self._charged_until), work)
             self.batches += 1
-            self.rows += len(chosen)
-            answered: dict[int, tuple[_Ticket, int]] = {}
-            for waiting, entry in zip(chosen, entries, strict=True):
-                self.memory.put(self._memory_key(waiting.text, key), entry)
-                self._decoding.pop((waiting.key, waiting.text), None)
-                for ticket in waiting.jobs:
-                    ticket.job.decoded[waiting.text] = entry
-                    ticket.waiting.pop(waiting.text, None)
-                    count = answered.get(id(ticket), (ticket, 0))[1]
-                    answered[id(ticket)] = (ticket, count + ticket.characters[waiting.text])
-            self._last_batch_jobs = len(answered)
-            for ticket, characters in answered.values():
-                ticket.batches += 1
-                ticket.finished.append(characters)
-                if not ticket.waiting and ticket in self._tickets:
-                    self._tickets.remove(ticket)
-            self._condition.notify_all()
+            self._last_batch_end = time.monotonic()
+            self._last_batch_jobs = jobs
+        self._charged_until = now
+        self._condition.notify_all()
 
     def idle(self) -> bool:
         """Nothing waits in the queue (a batch under way may still end)."""

@@ -46,7 +46,7 @@ from handler.model.batching import (
     plan_batches,
 )
 from handler.model.confidence import Calibration, ScoredSegment, SegmentScore, assess, locate
-from handler.model.decoding import Hypothesis
+from handler.model.decoding import Hypothesis, RowDone
 from handler.model.families.base import SearchRequest
 from handler.model.loader import LoadedModel
 from handler.model.memory import release_free_heap
@@ -164,7 +164,7 @@ class TranslationService:
         # room for the output: the source gets at most half of the model's positions
         self.max_source_tokens = max(MIN_SEGMENT_TOKENS, self._spec.max_positions // 2)
         self.memory = TranslationMemory(config.memory_bytes)  # segments already translated (handler.translation_memory)
-        self._model_lock = threading.Lock()  # a batch at a time: the decoder's, or an n-best search's
+        self._model_lock = threading.Lock()  # one n-best search at a time (beside the decoder's batches)
         self._n_best = NBestSearch(
             lambda: self.model,
             self._plan_rows,
@@ -181,6 +181,10 @@ class TranslationService:
             memory=self.memory,
             memory_key=self._memory_key,
             max_queue_s=config.max_queue_s,
+            # as many batches at once as the search has parts (the cores), each alone in its parts; a bundle that
+            # opens lean (a full-size CSANMT) keeps one: two batches' caches would not fit its memory budget
+            workers=1 if model.model.lean else model.streams,
+            parts=model.streams,
         )
 
     @property
@@ -585,8 +589,9 @@ class TranslationService:
             self._bundle_hash, key.beam_size, key.length_penalty, key.max_length_ratio, key.repetition_guard, text
         )
 
-    def _search_rows(self, rows: list[list[int]], key: SearchKey) -> list[Hypothesis]:
-        """One batch of token rows with ``key``'s search (the decoder's thread calls it)."""
+    def _search_rows(self, rows: list[list[int]], key: SearchKey, on_row: RowDone, parts: int) -> list[Hypothesis]:
+        """One batch of token rows with ``key``'s search, in up to ``parts`` parts, each row handed to ``on_row`` as
+        soon as it is done (a decoding thread calls it; several batches may be under way at once)."""
         request = SearchRequest(
             beam_size=key.beam_size,
             # each row's own limit, from its own length: its output never depends on the batch it is in
@@ -594,8 +599,7 @@ class TranslationService:
             length_penalty=key.length_penalty,
             repetition_guard=key.repetition_guard,
         )
-        with self._model_lock:
-            return self.model.search(rows, request, width_multiple=WIDTH_MULTIPLE)
+        return self.model.search(rows, request, width_multiple=WIDTH_MULTIPLE, on_row=on_row, streams=parts)
 
     def _plan_rows(self, lengths: list[int], key: SearchKey) -> list[Batch]:
         """Rows of these token lengths cut into batches within the token and cache budgets (the decoder's planner)."""

@@ -19,7 +19,7 @@ Returned ids exclude the decoder start token and the final ``</s>``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
@@ -149,6 +149,9 @@ def _restrict(log_probs: np.ndarray, spec: ModelSpec, generated: int, min_new_to
 
 
 RowLimits = int | Sequence[int] | np.ndarray  # one max_new_tokens for the batch, or one per source row
+# called with a source row and its output as soon as the search has finished that row, before the batch ends (the
+# process's decoder hands it to the requests waiting for it); a search may also call it for every row at its end
+RowDone = Callable[[int, "Hypothesis"], None]
 
 
 def row_limits(max_new_tokens: RowLimits, rows: int) -> np.ndarray:
@@ -197,8 +200,10 @@ def greedy_hypotheses(
     *,
     repetition_guard: bool | RepetitionGuard = False,
     min_new_tokens: int = 0,
+    on_row: RowDone | None = None,
 ) -> list[Hypothesis]:
-    """The most probable token at every step, for each row of the padded source batch.
+    """The most probable token at every step, for each row of the padded source batch (each handed to ``on_row``
+    as soon as it is done).
 
     Rows that produce ``</s>`` or reach their limit (``max_new_tokens``: one for all rows or one per row) leave
     the batch (their caches are dropped), so the remaining steps only compute unfinished rows. ``min_new_tokens``
@@ -239,10 +244,15 @@ def greedy_hypotheses(
         cross = [array[keep] for array in cross]
         return keep.size == 0
 
+    def found(row: int, hypothesis: Hypothesis) -> None:
+        results[row] = hypothesis
+        if on_row is not None:
+            on_row(row, hypothesis)
+
     at_limit = limits == 1  # no token fits before the forced </s>: an empty output, scored 0
     if at_limit.any():
         for row in np.flatnonzero(at_limit):
-            results[rows[row]] = Hypothesis([], 0.0, 1, False)
+            found(int(rows[row]), Hypothesis([], 0.0, 1, False))
         if leave(at_limit):
             return results
     for step in range(longest - 1):
@@ -262,10 +272,10 @@ def greedy_hypotheses(
         if done.any():
             for row in np.flatnonzero(finished):
                 ids = sequences[row, 1 : step + 1].tolist()
-                results[rows[row]] = Hypothesis(ids, float(sums[row]), step + 1, bool(fired[row]))
+                found(int(rows[row]), Hypothesis(ids, float(sums[row]), step + 1, bool(fired[row])))
             for row in np.flatnonzero(at_limit):
                 ids = sequences[row, 1 : step + 2].tolist()
-                results[rows[row]] = Hypothesis(ids, float(sums[row]), step + 2, bool(fired[row]))
+                found(int(rows[row]), Hypothesis(ids, float(sums[row]), step + 2, bool(fired[row])))
             if leave(done):
                 return results
     return results
@@ -346,8 +356,10 @@ def beam_hypotheses(
     length_penalty: float = 1.0,
     repetition_guard: bool | RepetitionGuard = True,
     min_new_tokens: int = 0,
+    on_row: RowDone | None = None,
 ) -> list[Hypothesis]:
-    """The best of ``beam_size`` hypotheses per source row (``beam_n_best``'s first)."""
+    """The best of ``beam_size`` hypotheses per source row (``beam_n_best``'s first; each handed to ``on_row`` as
+    soon as its row is done)."""
     found = beam_n_best(
         model,
         input_ids,
@@ -358,6 +370,7 @@ def beam_hypotheses(
         length_penalty=length_penalty,
         repetition_guard=repetition_guard,
         min_new_tokens=min_new_tokens,
+        on_row=None if on_row is None else lambda row, best: on_row(row, best[0]),
     )
     return [row[0] for row in found]
 
@@ -373,6 +386,7 @@ def beam_n_best(
     length_penalty: float = 1.0,
     repetition_guard: bool | RepetitionGuard = True,
     min_new_tokens: int = 0,
+    on_row: Callable[[int, list[Hypothesis]], None] | None = None,
 ) -> list[list[Hypothesis]]:
     """Per source row, the best ``n_best`` (at most ``beam_size``) of the ``beam_size`` finished hypotheses, best
     first, scored ``sum(log p) / length ** length_penalty``; the first is the search's choice, always there, the
@@ -383,7 +397,7 @@ def beam_n_best(
     compete for the sentence's ``beam_size`` finished slots, the best ``beam_size`` that do not end continue.
     A sentence is done when all its slots are full and its best running beam, divided by its current
     length ** length_penalty, cannot beat the worst finished one (``early_stopping=False``); done sentences
-    leave the batch. The length of a finished hypothesis counts its ``</s>``. ``max_new_tokens`` is one limit for
+    leave the batch (and are handed to ``on_row`` at once). The length of a finished hypothesis counts its ``</s>``. ``max_new_tokens`` is one limit for
     every row or one per row; a sentence at its limit takes the forced ``</s>`` and is done.
     """
     if beam_size < 1:
@@ -398,6 +412,7 @@ def beam_n_best(
             max_new_tokens,
             repetition_guard=repetition_guard,
             min_new_tokens=min_new_tokens,
+            on_row=None if on_row is None else lambda row, hypothesis: on_row(row, [hypothesis]),
         )
         return [[hypothesis] for hypothesis in greedy]
     batch = input_ids.shape[0]
@@ -446,6 +461,8 @@ def beam_n_best(
         if not state.improvable.all():
             for done in np.flatnonzero(~state.improvable).tolist():
                 results[state.items[done]] = state.best_of(done, kept, spec)
+                if on_row is not None:
+                    on_row(int(state.items[done]), results[state.items[done]])
             keep = np.flatnonzero(state.improvable)
             state.keep(keep)
             rows = (keep[:, None] * beams + np.arange(beams)).reshape(-1)
@@ -455,6 +472,8 @@ def beam_n_best(
 
     for position, original in enumerate(state.items.tolist()):
         results[original] = state.best_of(position, kept, spec)
+        if on_row is not None:
+            on_row(original, results[original])
     return results
 
 

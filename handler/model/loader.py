@@ -25,7 +25,7 @@ from handler.errors import BundleError
 from handler.model import bundle, file_hashes
 from handler.model.batching import pad_batch
 from handler.model.bundle import Manifest, ModelSpec
-from handler.model.decoding import Hypothesis
+from handler.model.decoding import Hypothesis, RowDone
 from handler.model.families import family_named
 from handler.model.families.base import Decoding, ModelFamily, SearchRequest, Tokenizer
 from handler.model.memory import release_free_heap
@@ -149,12 +149,25 @@ class LoadedModel:
         return self.manifest.model
 
     def search(
-        self, rows: Sequence[Sequence[int]], request: SearchRequest, *, width_multiple: int = 1
+        self,
+        rows: Sequence[Sequence[int]],
+        request: SearchRequest,
+        *,
+        width_multiple: int = 1,
+        on_row: RowDone | None = None,
+        streams: int | None = None,
     ) -> list[Hypothesis]:
         """The family's search over token-id rows, padded here (at most the model's positions wide, the width
-        rounded up to ``width_multiple``): the one decoding step the service, the warm-up and the benchmarks share."""
+        rounded up to ``width_multiple``): the one decoding step the service, the warm-up and the benchmarks share.
+        ``on_row(row, hypothesis)`` hears each row as soon as the search has it; ``streams`` caps the parts the
+        batch is searched in (``self.streams`` by default)."""
         return self._padded_in_parts(
-            rows, request, width_multiple, lambda ids, mask, part: self.decoding.search(self.model, ids, mask, part)
+            rows,
+            request,
+            width_multiple,
+            lambda ids, mask, part, part_on_row: self.decoding.search(self.model, ids, mask, part, part_on_row),
+            on_row,
+            self.streams if streams is None else streams,
         )
 
     def search_n_best(
@@ -165,7 +178,9 @@ class LoadedModel:
             rows,
             request,
             width_multiple,
-            lambda ids, mask, part: self.decoding.search_n_best(self.model, ids, mask, part, n_best),
+            lambda ids, mask, part, _: self.decoding.search_n_best(self.model, ids, mask, part, n_best),
+            None,
+            self.streams,
         )
 
     def _padded_in_parts(
@@ -173,13 +188,15 @@ class LoadedModel:
         rows: Sequence[Sequence[int]],
         request: SearchRequest,
         width_multiple: int,
-        search: Callable[[np.ndarray, np.ndarray, SearchRequest], list[R]],
+        search: Callable[[np.ndarray, np.ndarray, SearchRequest, Callable[[int, R], None] | None], list[R]],
+        on_row: Callable[[int, R], None] | None,
+        streams: int,
     ) -> list[R]:
         """``search`` of the rows padded once, as parts side by side where the batch allows (``parallel_search``)."""
         input_ids, attention_mask = pad_batch(
             rows, self.spec.pad_id, max_width=self.spec.max_positions, multiple=width_multiple
         )
-        return search_in_parts(input_ids, attention_mask, request, self.streams, search)
+        return search_in_parts(input_ids, attention_mask, request, streams, search, on_row)
 
 
 def warm_up(loaded: LoadedModel, beam_size: int) -> None:

@@ -75,18 +75,21 @@ def search_in_parts(
     attention_mask: np.ndarray,
     request: SearchRequest,
     streams: int,
-    search: Callable[[np.ndarray, np.ndarray, SearchRequest], list[R]],
+    search: Callable[[np.ndarray, np.ndarray, SearchRequest, Callable[[int, R], None] | None], list[R]],
+    on_row: Callable[[int, R], None] | None = None,
 ) -> list[R]:
-    """``search(input_ids, attention_mask, request)``'s per-row results, computed as ``part_count`` parts side by
-    side (this thread searches the first); an error of a part is raised once every part has ended."""
+    """``search(input_ids, attention_mask, request, on_row)``'s per-row results, computed as ``part_count`` parts
+    side by side (this thread searches the first); an error of a part is raised once every part has ended. A part's
+    ``on_row`` calls come from its own thread, with the row's place in the whole batch."""
     sentences = input_ids.shape[0]
     parts = part_count(sentences, request, streams)
     if parts == 1:
-        return search(input_ids, attention_mask, request)
+        return search(input_ids, attention_mask, request, on_row)
     row_sets = split_rows(sentences, parts)
 
     def run(rows: np.ndarray) -> list[R]:
-        return search(input_ids[rows], attention_mask[rows], request_for(request, rows))
+        part_on_row = None if on_row is None else lambda row, found: on_row(int(rows[row]), found)
+        return search(input_ids[rows], attention_mask[rows], request_for(request, rows), part_on_row)
 
     pool = _executor(parts - 1)
     others: list[Future[list[R]]] = [pool.submit(run, rows) for rows in row_sets[1:]]

@@ -6,9 +6,10 @@ do arrive at the one ``TranslationService`` at the same time. Two behaviours are
 
 * every answer to requests sent at once (distinct texts, single and list requests, in shuffled order) equals
   that text's translation when it was sent alone: no request gets another's batch, rows or partial result;
-* the service decodes one batch at a time (``handler.decoder``, one for every request): many threads translating
-  at once never have two decoding searches in flight, share batches (fewer searches than calls), and each still
-  gets its own translation.
+* the process's one decoder (``handler.decoder``) runs at most ``workers`` batches at once (one per part the
+  search may use: the cores): with one, many threads translating at once never have two decoding searches in
+  flight, share batches (fewer searches than calls), and each still gets its own translation (two batches side
+  by side: tests/runtime/test_decoder_rows.py).
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def test_concurrent_one_sentence_requests_share_batches() -> None:
 
 @needs_shipped_bundle
 def test_the_same_sentence_asked_at_once_is_decoded_once() -> None:
-    shared = service()
+    shared = service(decode_streams=1)  # one worker: the first request holds it
     rows: list[int] = []
     release = threading.Event()
     after_each_batch(shared, lambda batch: (rows.extend(map(len, batch)), release.wait(10)))
@@ -111,7 +111,7 @@ def test_the_same_sentence_asked_at_once_is_decoded_once() -> None:
 @needs_shipped_bundle
 def test_a_short_request_is_answered_within_about_a_batch_of_a_long_document() -> None:
     document = "".join(dev_sentences(400))  # bulk work, many batches
-    shared = service(batch_tokens=256)
+    shared = service(batch_tokens=256, decode_streams=1)  # one worker: a batch at a time
     batches: list[float] = []
     after_each_batch(shared, lambda rows: batches.append(time.monotonic()))
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -148,7 +148,7 @@ PLAIN_SENTENCES = [
 def decoded_order(age_bound_s: float, monkeypatch: pytest.MonkeyPatch) -> list[Priority]:
     """The class of each row decoded after a bulk document and five interactive sentences queued together."""
     monkeypatch.setattr(decoder_module, "BULK_AGE_BOUND_S", age_bound_s)
-    shared = service(batch_tokens=64)
+    shared = service(batch_tokens=64, decode_streams=1)  # one worker: the first request holds it
     sentences = PLAIN_SENTENCES  # one round each: a request's rows are all queued when it arrives
     tokenizer = shared.model.tokenizer
     bulk_rows = {tuple(ids) for ids in tokenizer.encode_batch(sentences[6:])}
@@ -207,7 +207,7 @@ def test_a_full_queue_refuses_at_once_with_the_time_to_retry() -> None:
 
 @needs_shipped_bundle
 def test_a_request_that_stops_waiting_leaves_the_queue() -> None:
-    shared = service()
+    shared = service(decode_streams=1)  # one worker: the first request holds it
     release = threading.Event()
     rows: list[int] = []
     after_each_batch(shared, lambda batch: (rows.extend(map(len, batch)), release.wait(10)))

@@ -56,9 +56,9 @@ def test_each_part_runs_on_its_own_thread_and_the_results_keep_the_batch_order(
     seen: list[tuple[int, list[int]]] = []
     real = loaded_in_parts.decoding.search
 
-    def recorded(model, input_ids, attention_mask, request):  # type: ignore[no-untyped-def]
+    def recorded(model, input_ids, attention_mask, request, on_row=None):  # type: ignore[no-untyped-def]
         seen.append((threading.get_ident(), input_ids[:, 0].tolist()))
-        return real(model, input_ids, attention_mask, request)
+        return real(model, input_ids, attention_mask, request, on_row)
 
     monkeypatch.setattr(loaded_in_parts.decoding, "search", recorded)
     rows = _rows(loaded_in_parts)
@@ -83,7 +83,7 @@ def test_which_searches_split() -> None:
 def test_a_failing_part_fails_the_search_after_every_part_has_ended() -> None:
     ended: list[int] = []
 
-    def search(ids: np.ndarray, mask: np.ndarray, request: SearchRequest) -> list[int]:
+    def search(ids: np.ndarray, mask: np.ndarray, request: SearchRequest, on_row: object) -> list[int]:
         first = int(ids[0, 0])
         if first == 1:
             raise ValueError("part one failed")

@@ -76,3 +76,26 @@ def test_row_limits_broadcast_and_refuse_zero() -> None:
     assert row_limits([1, 2], 2).tolist() == [1, 2]
     with pytest.raises(ValueError, match="at least 1"):
         row_limits([3, 0], 2)
+
+
+def test_each_row_is_handed_back_as_soon_as_it_stops() -> None:
+    """The process's decoder answers a request as soon as its rows are done, not when the batch's longest is."""
+    model = LoopingModel({token: 7 for token in range(24)})  # never ends by itself: each row runs to its limit
+    source = (np.array([[5, 6, 0], [7, 0, 23]], np.int64), np.array([[1, 1, 1], [1, 1, 0]], np.int64))
+    events: list[Any] = []
+    step = model.step
+
+    def counted(*args: Any) -> Any:
+        events.append("step")
+        return step(*args)
+
+    model.step = counted  # type: ignore[method-assign]
+    for search in (
+        lambda limits, on_row: greedy_hypotheses(model, *source, limits, on_row=on_row),
+        lambda limits, on_row: beam_hypotheses(model, *source, limits, beam_size=2, repetition_guard=False, on_row=on_row),
+    ):
+        events.clear()
+        found = search(np.array([4, 9]), lambda row, hypothesis: events.append((row, hypothesis)))
+        handed = [event for event in events if event != "step"]
+        assert handed == [(0, found[0]), (1, found[1])]  # each row once, what the search returns
+        assert events[events.index(handed[0]) :].count("step") >= 4, "the short row came back before the long ended"

@@ -25,7 +25,7 @@ import numpy as np
 
 from handler.model import bundle
 from handler.model.bundle import Manifest, ModelSpec
-from handler.model.decoding import Hypothesis, RepetitionGuard, StepModel
+from handler.model.decoding import Hypothesis, RepetitionGuard, RowDone, StepModel
 
 
 @dataclass(frozen=True)
@@ -112,10 +112,16 @@ class Decoding(Protocol):
     """A family's decoding protocol over the generic step-model interface of ``handler.model.decoding``."""
 
     def search(
-        self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest
+        self,
+        model: StepModel,
+        input_ids: np.ndarray,
+        attention_mask: np.ndarray,
+        request: SearchRequest,
+        on_row: RowDone | None = None,
     ) -> list[Hypothesis]:
         """The chosen output of each row of the padded source batch: its ids (without the end-of-sentence token),
-        their summed log-probability and whether the repetition guard changed the choice."""
+        their summed log-probability and whether the repetition guard changed the choice; each also handed to
+        ``on_row`` once, as soon as the search knows it (at the latest when it returns)."""
         ...
 
     def search_n_best(

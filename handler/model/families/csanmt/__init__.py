@@ -38,7 +38,7 @@ import numpy as np
 from handler.errors import BundleError
 from handler.model import bundle
 from handler.model.bundle import Manifest, ModelSpec
-from handler.model.decoding import DEFAULT_GUARD, Hypothesis, RepetitionGuard, StepModel
+from handler.model.decoding import DEFAULT_GUARD, Hypothesis, RepetitionGuard, RowDone, StepModel
 from handler.model.families.base import GraphContract, SearchRequest, Tokenizer, cross_attention_names
 from handler.model.families.csanmt.beam_search import EOS_ID, CsanmtSearchResult, csanmt_beam_search
 
@@ -124,9 +124,20 @@ class CsanmtDecoding:
         return np.clip(limits, 1, self.settings.max_decoded_length)
 
     def search(
-        self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest
+        self,
+        model: StepModel,
+        input_ids: np.ndarray,
+        attention_mask: np.ndarray,
+        request: SearchRequest,
+        on_row: RowDone | None = None,
     ) -> list[Hypothesis]:
-        return self._search(model, input_ids, attention_mask, request).best_hypotheses()
+        """The best beam of each row, handed to ``on_row`` when the whole batch is done (this search builds its
+        results at the end)."""
+        found = self._search(model, input_ids, attention_mask, request).best_hypotheses()
+        if on_row is not None:
+            for row, hypothesis in enumerate(found):
+                on_row(row, hypothesis)
+        return found
 
     def search_n_best(
         self,

@@ -16,7 +16,14 @@ import numpy as np
 from handler.errors import BundleError
 from handler.model import bundle
 from handler.model.bundle import Manifest, ModelSpec
-from handler.model.decoding import Hypothesis, StepModel, beam_hypotheses, beam_n_best, greedy_hypotheses
+from handler.model.decoding import (
+    Hypothesis,
+    RowDone,
+    StepModel,
+    beam_hypotheses,
+    beam_n_best,
+    greedy_hypotheses,
+)
 from handler.model.families.base import GraphContract, SearchRequest, cross_attention_names
 from handler.model.families.marian.tokenizer import SentencePieceTokenizer
 
@@ -32,7 +39,12 @@ class MarianDecoding:
     """Greedy search for beam size 1, otherwise transformers-compatible beam search."""
 
     def search(
-        self, model: StepModel, input_ids: np.ndarray, attention_mask: np.ndarray, request: SearchRequest
+        self,
+        model: StepModel,
+        input_ids: np.ndarray,
+        attention_mask: np.ndarray,
+        request: SearchRequest,
+        on_row: RowDone | None = None,
     ) -> list[Hypothesis]:
         if request.beam_size == 1:
             return greedy_hypotheses(
@@ -42,6 +54,7 @@ class MarianDecoding:
                 request.max_new_tokens,
                 repetition_guard=request.repetition_guard,
                 min_new_tokens=request.min_new_tokens,
+                on_row=on_row,
             )
         length_penalty = DEFAULT_LENGTH_PENALTY if request.length_penalty is None else request.length_penalty
         return beam_hypotheses(
@@ -53,6 +66,7 @@ class MarianDecoding:
             length_penalty=length_penalty,
             repetition_guard=request.repetition_guard,
             min_new_tokens=request.min_new_tokens,
+            on_row=on_row,
         )
 
     def search_n_best(
