@@ -28,11 +28,11 @@ the same settings. A short request arriving while a long document decodes theref
 under way to end and is in the next one.
 
 **Back-pressure.** The decoder measures its speed on finished batches (``ThroughputMeter``; time counted once while
-batches overlap) and knows the work queued. A request whose own work, behind the queue, cannot end before its deadline is refused at once
-(``DeadlineExceededError``, as before: naming the ways out); when the queue alone holds more than
-``max_queue_s`` seconds of work at the measured speed, a request is refused with ``ServerBusyError`` (429, with the
-seconds after which to retry). A request that stops waiting (a client that hung up, a closed stream, an error) takes
-its waiting inputs out of the queue, unless another request waits for them too.
+batches overlap) and knows the work queued. A request whose own work, behind the queue, cannot end before its
+deadline is refused at once (``DeadlineExceededError``, as before: naming the ways out); when the queue alone holds
+more than ``max_queue_s`` seconds of work at the measured speed, a request is refused with ``ServerBusyError`` (429,
+with the seconds after which to retry). A request that stops waiting (a client that hung up, a closed stream, an
+error) takes its waiting inputs out of the queue, unless another request waits for them too.
 """
 
 from __future__ import annotations

@@ -92,7 +92,9 @@ def test_each_row_is_handed_back_as_soon_as_it_stops() -> None:
     model.step = counted  # type: ignore[method-assign]
     for search in (
         lambda limits, on_row: greedy_hypotheses(model, *source, limits, on_row=on_row),
-        lambda limits, on_row: beam_hypotheses(model, *source, limits, beam_size=2, repetition_guard=False, on_row=on_row),
+        lambda limits, on_row: beam_hypotheses(
+            model, *source, limits, beam_size=2, repetition_guard=False, on_row=on_row
+        ),
     ):
         events.clear()
         found = search(np.array([4, 9]), lambda row, hypothesis: events.append((row, hypothesis)))
