@@ -392,13 +392,13 @@ def beam_n_best(
     first, scored ``sum(log p) / length ** length_penalty``; the first is the search's choice, always there, the
     others only where the search finished them (they need not be distinct once detokenized).
 
-    Follows transformers' beam search step for step: each step keeps the ``2 * beam_size`` best continuations
-    over all beams of a sentence; those among the first ``beam_size`` that end (``</s>`` or the length limit)
-    compete for the sentence's ``beam_size`` finished slots, the best ``beam_size`` that do not end continue.
-    A sentence is done when all its slots are full and its best running beam, divided by its current
-    length ** length_penalty, cannot beat the worst finished one (``early_stopping=False``); done sentences
-    leave the batch (and are handed to ``on_row`` at once). The length of a finished hypothesis counts its ``</s>``. ``max_new_tokens`` is one limit for
-    every row or one per row; a sentence at its limit takes the forced ``</s>`` and is done.
+    Follows transformers' beam search step for step: each step keeps the ``2 * beam_size`` best continuations over
+    all beams of a sentence; those among the first ``beam_size`` that end (``</s>`` or the length limit) compete for
+    the sentence's ``beam_size`` finished slots, the best ``beam_size`` that do not end continue. A sentence is done
+    when all its slots are full and its best running beam, divided by its current length ** length_penalty, cannot
+    beat the worst finished one (``early_stopping=False``); done sentences leave the batch (and are handed to
+    ``on_row`` at once). The length of a finished hypothesis counts its ``</s>``. ``max_new_tokens`` is one limit
+    for every row or one per row; a sentence at its limit takes the forced ``</s>`` and is done.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1; got {beam_size}")
