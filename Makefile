@@ -32,6 +32,7 @@ CALIBRATE_ARGS ?=
 CALIBRATE_PAIRS ?= 500
 BENCH_ARGS ?=
 LOADTEST_ARGS ?=
+SERVING_ARGS ?=
 BROWSER_PACKAGES ?= chromium
 JEMALLOC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 
@@ -51,7 +52,8 @@ PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-un
 
 .PHONY: mutation schemathesis
 .PHONY: help run test lint model train eval fidelity bench image image-gcp image-check deploy-aws deploy-gcp \
-	deploy-cloudrun lock clean distclean browser container-engine dev-env run-env model-argument audit loadtest
+	deploy-cloudrun lock clean distclean browser container-engine dev-env run-env model-argument audit loadtest \
+	serving
 
 help:
 	@echo "make run                    serve the function on http://$(HOST):$(PORT)/ (PORT=... to change)"
@@ -69,6 +71,8 @@ help:
 	@echo "make mutation [MODULE=handler/config.py] [SAMPLE=N]   mutmut on one module (or all: hours; docs/mutation.md)"
 	@echo "make schemathesis [SEED=n]  schemathesis, every phase, on make run's server with a fresh (or the given) seed"
 	@echo "make loadtest [LOADTEST_ARGS=--quick]   load + soak of make run's server with locust (long; see docs/loadtest.md)"
+	@echo "make serving [SERVING_ARGS=--quick]     make run's server beside the per-request decoding of 7295841 and a"
+	@echo "                            CTranslate2 server, 1-64 closed-loop clients (docs/loadtest.md)"
 	@echo "make image / image-gcp [BUNDLE=model_artifacts/<name>] [CONTAINER=docker|podman|buildah] [BASE_IMAGE=...]"
 	@echo "                            container images for AWS Lambda / Cloud Run (MODEL=<checkpoint> exports inside)"
 	@echo "make image-check            build, run and call every image of a tiny Marian, a tiny CSANMT and the default"
@@ -185,6 +189,13 @@ bench: $(DEV_STAMP)
 # RSS growth >= 30 MB. LOADTEST_ARGS="--quick" takes under a minute; --requests/--soak-requests/--bundle choose.
 loadtest: $(DEV_STAMP) $(RUN_STAMP)
 	$(VENV)/bin/python -m bench.load.loadtest --server-venv $(RUN_VENV) $(LOADTEST_ARGS)
+
+# The serving sweep (bench/load/serving.py): make run's server, the same server at the commit before the shared
+# decoder (--baseline-commit, default 7295841: a git worktree under .bench/serving) and a CTranslate2 server
+# (bench/load/ctranslate2_server.py, from .venv) behind the same gunicorn, at 1, 4, 8, 16 and 64 closed-loop clients,
+# one-sentence requests and the load mix, with issue 44's goals beside the figures. SERVING_ARGS="--quick": a minute.
+serving: $(DEV_STAMP) $(RUN_STAMP)
+	$(VENV)/bin/python -m bench.load.serving --server-venv $(RUN_VENV) $(SERVING_ARGS)
 
 # schemathesis against make run's server on the shipped model, every phase (tests/adapters/test_schemathesis.py), with
 # a fresh seed, printed so a failure can be replayed: SEED=<n> make schemathesis. make test runs it with seed 1.

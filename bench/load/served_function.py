@@ -49,32 +49,62 @@ class ServedFunction:
 
     @classmethod
     def start(
-        cls, venv: Path, bundle_dir: Path, settings: dict[str, str], log_path: Path, ready_within_s: float = 600
+        cls,
+        venv: Path,
+        bundle_dir: Path,
+        settings: dict[str, str],
+        log_path: Path,
+        ready_within_s: float = 600,
+        root: Path = REPO_ROOT,
     ) -> ServedFunction:
+        """``root``'s infra/local/run.sh (this checkout's, or a ``git worktree`` of another commit) serving
+        ``bundle_dir`` from ``venv``, once its watcher has printed "ready"."""
         port = free_port()
-        env = {key: value for key, value in os.environ.items() if not key.startswith("TRANSLATE_")}
-        env.update(settings, TRANSLATE_BUNDLE_DIR=str(bundle_dir), HOST="127.0.0.1", PORT=str(port))
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                ["bash", str(RUN_SCRIPT), str(venv)],
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        served = cls(process, f"http://127.0.0.1:{port}", log_path)
+        env = _server_environment(settings, port)
+        env["TRANSLATE_BUNDLE_DIR"] = str(bundle_dir)
+        command = ["bash", str(root / RUN_SCRIPT.relative_to(REPO_ROOT)), str(venv)]
+        served = cls(_spawn(command, root, env, log_path), f"http://127.0.0.1:{port}", log_path)
         deadline = time.monotonic() + ready_within_s
         while (verdict := served.verdict()) is None:
-            if process.poll() is not None or time.monotonic() > deadline:
-                served.stop()
-                raise RuntimeError(f"the server did not become ready:\n{served.log()}")
+            served._check_alive(deadline)
             time.sleep(0.2)
         if verdict["event"] != READY_EVENT:
             served.stop()
             raise RuntimeError(f"the server is up but its model is not ({verdict['message']}):\n{served.log()}")
         return served
+
+    @classmethod
+    def start_app(
+        cls,
+        venv: Path,
+        source: Path,
+        target: str,
+        settings: dict[str, str],
+        log_path: Path,
+        ready_within_s: float = 600,
+    ) -> ServedFunction:
+        """Another function (``source``'s ``target``) behind the same server as run.sh's: functions-framework's
+        gunicorn through ``handler.adapters.gunicorn_server``, with run.sh's ``MALLOC_ARENA_MAX`` and the same
+        ``WORKERS``/``THREADS``; ready once its ``GET /healthz`` answers 200 (the function loads its model then)."""
+        port = free_port()
+        env = _server_environment(settings, port)
+        env.setdefault("MALLOC_ARENA_MAX", "2")  # as infra/local/run.sh exports it
+        command = [str(venv / "bin" / "python"), "-m", "handler.adapters.gunicorn_server", "--source", str(source)]
+        command += ["--target", target, "--host", "127.0.0.1", "--port", str(port)]
+        served = cls(_spawn(command, REPO_ROOT, env, log_path), f"http://127.0.0.1:{port}", log_path)
+        deadline = time.monotonic() + ready_within_s
+        while True:
+            served._check_alive(deadline)
+            try:
+                served.health()
+                return served
+            except (OSError, ValueError):  # not listening yet, or 503 while it loads
+                time.sleep(0.2)
+
+    def _check_alive(self, deadline: float) -> None:
+        if self.process.poll() is not None or time.monotonic() > deadline:
+            self.stop()
+            raise RuntimeError(f"the server did not become ready:\n{self.log()}")
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
@@ -114,6 +144,19 @@ class ServedFunction:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+
+
+def _server_environment(settings: dict[str, str], port: int) -> dict[str, str]:
+    """This process's environment without its ``TRANSLATE_*`` settings, plus ``settings``, on loopback."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("TRANSLATE_")}
+    env.update(settings, HOST="127.0.0.1", PORT=str(port))
+    return env
+
+
+def _spawn(command: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        return subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def run_events(printed: str) -> list[dict[str, Any]]:
