@@ -435,12 +435,12 @@ class TranslationService:
     def _stream(self, prepared: _Prepared, run: _Run) -> Iterator[StreamEvent]:
         """The events of ``translate_stream``, run by ``handler.streaming`` with this service's decoder and steps."""
         return StreamedTranslation(
-            self.decoder,
-            self._tokenizer.count_tokens,
-            self.config.batch_tokens,
-            self.glossary,
-            prepared,
-            run,
+            decoder=self.decoder,
+            count_tokens=self._tokenizer.count_tokens,
+            batch_tokens=self.config.batch_tokens,
+            glossary=self.glossary,
+            prepared=prepared,
+            run=run,
             translate=self._segment_translations,
             whole_model=lambda: self._model_for(run),
             streamed=lambda unit, position, results: self._streamed(unit, position, prepared, results, run),

@@ -111,11 +111,10 @@ class PreparedTexts(Protocol):
 
 class StreamedRun(Protocol):
     """A request's run as the service made it (``handler.service``'s ``_Run``): its options, its share of the
-    decoder (``Job``), the characters progress counts and the scores of what it decoded."""
+    decoder (``Job``) and the scores of what it decoded."""
 
     options: TranslateOptions
     job: Job
-    total: int
     scored: dict[str, tuple[Hypothesis, int]]  # model input -> hypothesis, source tokens
 
     @property
@@ -170,8 +169,8 @@ class StreamedTranslation(Generic[Finished]):
         are all decoded, and every unit before it, is yielded."""
         prepared, run = self.prepared, self.run
         sent = _Sent()
+        total = sum(len(t) for t in prepared.sources)  # every occurrence of every segment
         try:
-            run.total = sum(len(t) for t in prepared.sources)
             if run.deadline is not None and time.monotonic() >= run.deadline:  # the memory does not answer late
                 raise DeadlineExceededError("the deadline passed before the translation began; nothing was translated")
             units = self._units()
@@ -198,13 +197,13 @@ class StreamedTranslation(Generic[Finished]):
                     for characters in batches:
                         decoded += characters
                         progress = done + decoded * window_characters // max(1, fresh_characters)
-                        yield StreamProgress(progress, run.total)
+                        yield StreamProgress(progress, total)
                         yield from self._ready_units(window, units, inputs_of, results, sent)
                 yield from self._ready_units(window, units, inputs_of, results, sent, window_done=True)
                 done += window_characters
             yield self.finished(results, len(units))
         except DeadlineExceededError as error:
-            delivered = f"{sent.characters:,} of {run.total:,} characters were translated and sent"
+            delivered = f"{sent.characters:,} of {total:,} characters were translated and sent"
             raise DeadlineExceededError(f"{error} ({delivered})") from None
         finally:
             release_free_heap()
