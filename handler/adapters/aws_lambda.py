@@ -37,11 +37,13 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any, cast
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
+from handler.adapters.lambda_runtime import current_trace_id
 from handler.adapters.lambda_streaming import StreamedHttpResponse
 from handler.api.access_log import configure_logging
 from handler.api.messages import UNREADABLE_PATH, HttpRequest, HttpResponse
@@ -94,6 +96,7 @@ class LambdaAdapter:
     def __init__(self, startup: Startup, store: TransientAware | None = None, retry: RetryPolicy | None = None) -> None:
         self.startup = startup
         self._store = store
+        self._store_lock = threading.Lock()  # several invocations at once on Lambda Managed Instances
         self.retry = retry or RetryPolicy()
         # documents live in the buckets (an instance's /tmp does not outlive it, nor is it shared)
         documents = documents_for(startup.config, startup.require_service, self._state_store, local_fallback=False)
@@ -102,12 +105,14 @@ class LambdaAdapter:
     @property
     def store(self) -> TransientAware:
         if self._store is None:  # boto3 is imported on the first S3 event, not at every cold start
-            self._store = S3Store()
+            with self._store_lock:
+                if self._store is None:
+                    self._store = traced_s3_store()
         return self._store
 
     def _state_store(self) -> S3Store:
         store = self.store
-        return store if isinstance(store, S3Store) else S3Store()
+        return store if isinstance(store, S3Store) else traced_s3_store()
 
     def _state(self) -> StateLocation:
         """Stored glossaries: in the output bucket (TRANSLATE_OUTPUT_BUCKET) when there is one, else the folder
@@ -166,6 +171,23 @@ class LambdaAdapter:
             return None
         seconds_left = float(remaining()) / 1000.0
         return time.monotonic() + seconds_left - self.startup.config.deadline_margin_s
+
+
+def traced_s3_store() -> S3Store:
+    """An S3 store whose every call carries the X-Ray trace header of the invocation that makes it."""
+    store = S3Store()
+    store.client.meta.events.register("before-call.s3", invocation_trace_header)
+    return store
+
+
+def invocation_trace_header(params: dict[str, Any], **_: Any) -> None:
+    """botocore's own handler (recursion detection) sends ``_X_AMZN_TRACE_ID`` as ``X-Amzn-Trace-Id``; with several
+    invocations in one process that variable is not set (``handler.adapters.lambda_runtime``), so the calling
+    invocation's own trace id is sent, escaped as botocore escapes it."""
+    trace_id = current_trace_id()
+    headers = params.get("headers")
+    if trace_id and isinstance(headers, dict) and "X-Amzn-Trace-Id" not in headers:
+        headers["X-Amzn-Trace-Id"] = quote(trace_id, safe="-=;:+&[]{}\"',")
 
 
 class MalformedEventError(ValueError):

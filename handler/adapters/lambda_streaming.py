@@ -1,11 +1,12 @@
-"""AWS Lambda response streaming: the image's entry point, awslambdaric's runtime loop with a streaming response.
+"""AWS Lambda response streaming: the image's entry point, the Runtime API loop with a streaming response.
 
     python -m handler.adapters.lambda_streaming handler.adapters.aws_lambda.lambda_handler      (the image's CMD)
     python -m handler.adapters.lambda_streaming handler.adapters.aws_lambda.streaming_handler   (Function URL streams)
 
 awslambdaric (AWS's Python runtime interface client, 4.2.2) has no streaming mode: it posts a handler's result
-whole. This entry point runs awslambdaric's own loop (``awslambdaric.bootstrap.run``: its logging, context, X-Ray
-variable, init and invocation errors) with a runtime client that sends one more kind of result differently: a
+whole. This entry point runs the Runtime API loop of ``handler.adapters.lambda_runtime`` (awslambdaric's logging,
+context, init and invocation errors; ``AWS_LAMBDA_MAX_CONCURRENCY`` invocations at a time in one process on Lambda
+Managed Instances, one on on-demand Lambda) with one more kind of result sent differently: a
 ``StreamedHttpResponse``, which only ``streaming_handler`` returns (for Function URL events), goes to the Runtime API
 in its documented streaming mode:
 
@@ -21,10 +22,10 @@ in its documented streaming mode:
   invocation as answered and passes the error on. (A translation's own failures never get here: the router ends the
   stream with an ``error`` line, ``handler.api.streamed``.)
 
-Every other result (``lambda_handler``'s, S3 and fan-out events, API Gateway events) is posted by awslambdaric's own
-client exactly as ``python -m awslambdaric`` posts it. The body's iterator is always closed when the post ends, which
-stops the decoding behind it; a Runtime API connection that breaks mid-stream is logged and the loop goes on to the
-next invocation. Lambda Managed Instances' multi-concurrent mode runs awslambdaric's own main, unchanged.
+Every other result (``lambda_handler``'s, S3 and fan-out events, API Gateway events) is marshalled by awslambdaric's
+marshaller and posted whole, as ``python -m awslambdaric`` posts it. The body's iterator is always closed when the
+post ends, which stops the decoding behind it; a Runtime API connection that breaks mid-stream is logged and the
+worker goes on to its next invocation, as do the others, each streaming its own answer on its own connection.
 Protocol: https://docs.aws.amazon.com/lambda/latest/dg/runtimes-custom.html (response streaming).
 """
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import socket
 import sys
 import traceback
@@ -40,11 +42,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from handler.adapters.lambda_runtime import (
+    RUNTIME_API_VERSION,
+    ConcurrencyError,
+    ResultKinds,
+    RuntimeApiError,
+    max_concurrency,
+    refuse_start,
+    run,
+)
 from handler.api.messages import HttpResponse
 
 logger = logging.getLogger(__name__)
 
-RUNTIME_API_VERSION = "2018-06-01"
 HTTP_INTEGRATION_RESPONSE = "application/vnd.awslambda.http-integration-response"
 PRELUDE_SEPARATOR = b"\0" * 8
 RESPONSE_MODE_HEADER = "Lambda-Runtime-Function-Response-Mode"
@@ -79,10 +89,6 @@ class StreamedHttpResponse:
         close = getattr(self.response.stream, "close", None)
         if close is not None:
             close()
-
-
-class RuntimeApiError(Exception):
-    """The Runtime API refused a streamed response (its status and answer are in the message)."""
 
 
 class _ChunkedPost:
@@ -170,9 +176,9 @@ def post_streamed_response(address: str, request_id: str, result: StreamedHttpRe
         )
 
 
-def runtime_client(address: str, use_thread: bool) -> Any:
-    """awslambdaric's runtime client, with a streamed response sent by ``post_streamed_response``."""
-    from awslambdaric.lambda_runtime_client import LambdaRuntimeClient
+def result_kinds() -> ResultKinds:
+    """awslambdaric's marshaller, which passes a ``StreamedHttpResponse`` through unmarshalled, and
+    ``post_streamed_response`` to send it: what the Runtime API loop needs to post every result."""
     from awslambdaric.lambda_runtime_marshaller import LambdaMarshaller
 
     class StreamingMarshaller(LambdaMarshaller):  # type: ignore[misc]
@@ -181,35 +187,22 @@ def runtime_client(address: str, use_thread: bool) -> Any:
                 return response, HTTP_INTEGRATION_RESPONSE
             return super().marshal_response(response)  # type: ignore[no-any-return]
 
-    class StreamingRuntimeClient(LambdaRuntimeClient):  # type: ignore[misc]
-        marshaller = StreamingMarshaller()
-
-        def post_invocation_result(
-            self,
-            invoke_id: str,
-            result_data: Any,
-            content_type: str = "application/json",
-            invocation_id: str | None = None,
-        ) -> None:
-            if isinstance(result_data, StreamedHttpResponse):
-                post_streamed_response(self.lambda_runtime_address, invoke_id, result_data)
-            else:
-                super().post_invocation_result(invoke_id, result_data, content_type, invocation_id)
-
-    return StreamingRuntimeClient(address, use_thread)
+    return ResultKinds(StreamingMarshaller(), StreamedHttpResponse, post_streamed_response)
 
 
 def main(args: list[str]) -> None:
-    """``python -m awslambdaric <handler>``'s main, with the streaming runtime client."""
-    from awslambdaric import __main__ as ric_main
-    from awslambdaric import bootstrap
-    from awslambdaric.lambda_config import LambdaConfigProvider
-
-    config = LambdaConfigProvider(args)
-    if config.is_multi_concurrent:  # Lambda Managed Instances: awslambdaric's own runner, no streaming
-        ric_main.main(args)
+    """``python -m handler.adapters.lambda_streaming <handler>``: the Runtime API loop (``handler.adapters.
+    lambda_runtime``), ``AWS_LAMBDA_MAX_CONCURRENCY`` invocations at a time (unset: one), streamed answers included."""
+    address = os.environ.get("AWS_LAMBDA_RUNTIME_API")
+    try:
+        workers = max_concurrency(os.environ)
+    except ConcurrencyError as error:
+        refuse_start(address, error)
         return
-    bootstrap.run(config.handler, runtime_client(config.api_address, config.use_thread_polling))
+    handler_name = args[1] if len(args) > 1 else os.environ.get("_HANDLER", "")
+    if not address or not handler_name:
+        sys.exit("usage: AWS_LAMBDA_RUNTIME_API=host:port python -m handler.adapters.lambda_streaming <module.handler>")
+    run(handler_name, address, workers, result_kinds())
 
 
 if __name__ == "__main__":

@@ -10,6 +10,12 @@ A response in the streaming mode (``Lambda-Runtime-Function-Response-Mode: strea
 ``python -m handler.adapters.lambda_streaming``) is read chunk by chunk as it arrives: each chunk is recorded with
 its arrival time (``Invocation.chunks``) and handed to a reader at once (``Invocation.chunks_as_they_come``), the
 request's headers and trailers are kept, and the payload is the raw body.
+
+Like Lambda Managed Instances' Runtime API it takes concurrent ``/next`` polls and ``/response`` posts, and counts
+them: ``waiting`` (polls parked now) and ``most_waiting``, ``in_flight`` (invocations delivered and not yet
+answered) and ``most_in_flight``. ``hold_answers(n)`` makes every answer wait, before its 202, until ``n`` more
+invocations have been delivered (or ``hold_timeout_s`` passed): a runtime that holds ``n`` invocations at once gets
+through at once; one that handles one at a time sits in its first answer and ``most_in_flight`` stays 1.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ class Invocation:
     done: threading.Event = field(default_factory=threading.Event)
     outcome: str = ""  # "response" or "error"
     payload: Any = None
+    trace_id: str = ""  # the Lambda-Runtime-Trace-Id it was delivered with
     # a streamed response: the request's headers (lower-case names), each chunk with its time.monotonic() arrival,
     # the trailers
     streamed: bool = False
@@ -122,6 +129,13 @@ class LambdaRuntimeApi:
         self._stopping = threading.Event()
         self.init_errors: list[Any] = []
         self.polls = 0
+        # concurrency, as the Runtime API sees it
+        self._counts = threading.Condition()
+        self.waiting = self.most_waiting = 0
+        self.delivered = self.answered = self.most_in_flight = 0
+        self.hold_until_delivered = 0
+        self.hold_timeout_s = 10.0
+        self.answer_order: list[str] = []  # request ids, in the order their answers arrived
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -158,14 +172,53 @@ class LambdaRuntimeApi:
         self._pending.put(invocation)
         return invocation
 
+    @property
+    def in_flight(self) -> int:
+        return self.delivered - self.answered
+
+    def wait_for_waiting(self, count: int, timeout_s: float = 60.0) -> bool:
+        """Whether ``count`` polls of ``/next`` were parked here at once within ``timeout_s``."""
+        with self._counts:
+            return self._counts.wait_for(lambda: self.most_waiting >= count, timeout=timeout_s)
+
+    def start_counting(self) -> None:
+        """``most_waiting`` and ``most_in_flight`` from now on (what is waiting and in flight now)."""
+        with self._counts:
+            self.most_waiting, self.most_in_flight = self.waiting, self.in_flight
+
+    def hold_answers(self, count: int, timeout_s: float = 10.0) -> None:
+        """From now on every answer waits, before its 202, until ``count`` more invocations have been delivered."""
+        with self._counts:
+            self.hold_until_delivered, self.hold_timeout_s = self.delivered + count, timeout_s
+
     def _next(self) -> Invocation | None:
         self.polls += 1
-        while not self._stopping.is_set():
-            try:
-                return self._pending.get(timeout=0.2)
-            except queue.Empty:
-                continue
-        return None
+        with self._counts:
+            self.waiting += 1
+            self.most_waiting = max(self.most_waiting, self.waiting)
+            self._counts.notify_all()
+        try:
+            while not self._stopping.is_set():
+                try:
+                    invocation = self._pending.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                with self._counts:
+                    self.delivered += 1
+                    self.most_in_flight = max(self.most_in_flight, self.in_flight)
+                    self._counts.notify_all()
+                return invocation
+            return None
+        finally:
+            with self._counts:
+                self.waiting -= 1
+
+    def _answered(self, invocation: Invocation) -> None:
+        """An answer arrived: held while fewer than ``hold_until_delivered`` invocations were delivered."""
+        with self._counts:
+            self._counts.wait_for(lambda: self.delivered >= self.hold_until_delivered, timeout=self.hold_timeout_s)
+            self.answered += 1
+            self.answer_order.append(invocation.request_id)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         api = self
@@ -200,6 +253,7 @@ class LambdaRuntimeApi:
                 if invocation is None:
                     self._reply(503, b'{"errorMessage": "shutting down"}')
                     return
+                invocation.trace_id = f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]};Sampled=0"
                 self._reply(
                     200,
                     json.dumps(invocation.event).encode("utf-8"),
@@ -208,7 +262,7 @@ class LambdaRuntimeApi:
                         "Lambda-Runtime-Aws-Request-Id": invocation.request_id,
                         "Lambda-Runtime-Deadline-Ms": str(invocation.deadline_ms),
                         "Lambda-Runtime-Invoked-Function-Arn": FUNCTION_ARN,
-                        "Lambda-Runtime-Trace-Id": f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]};Sampled=0",
+                        "Lambda-Runtime-Trace-Id": invocation.trace_id,
                     },
                 )
 
@@ -251,6 +305,7 @@ class LambdaRuntimeApi:
                         self.close_connection = True
                         return
                     self._read_streamed(invocation)
+                    api._answered(invocation)
                     invocation.done.set()
                     self._reply(202, b'{"status": "OK"}')
                     return
@@ -265,6 +320,8 @@ class LambdaRuntimeApi:
                         self._reply(400, b'{"errorMessage": "unknown request id"}')
                         return
                     invocation.outcome, invocation.payload = parts[2], body
+                    invocation.headers = {name.lower(): value for name, value in self.headers.items()}
+                    api._answered(invocation)
                     invocation.done.set()
                     self._reply(202, b'{"status": "OK"}')
                     return
