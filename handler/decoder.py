@@ -37,11 +37,13 @@ error) takes its waiting inputs out of the queue, unless another request waits f
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -61,6 +63,7 @@ DEFAULT_MAX_QUEUE_S = 30.0  # past this much queued work (at the measured speed)
 GATHER_S = 0.01  # after a batch, how long a small queue waits for the requests it answered to come back
 GATHER_ROWS = 4
 IDLE_EXIT_S = 30.0  # the decoding thread ends after this long with nothing to do (the next request starts one)
+EXIT_WAIT_S = 30.0  # at the process's exit, how long the batches under way may take to end
 
 
 class Priority(IntEnum):
@@ -223,6 +226,8 @@ class Decoder:
         self._charged_until = 0.0  # time.perf_counter() up to which decoding time is in the throughput meter
         self._last_batch_end = 0.0  # time.monotonic() when the last batch ended
         self._last_batch_jobs = 0  # how many requests it answered
+        self._closing = False  # the process exits: no batch starts
+        _DECODERS.add(self)
 
     # --- a request's side --------------------------------------------------------------------------------------
 
@@ -388,7 +393,7 @@ class Decoder:
         """The inputs of the next batch, once it may start; None after ``IDLE_EXIT_S`` without work (called with
         the condition held)."""
         while True:
-            if self._queue and self._may_start():
+            if self._queue and not self._closing and self._may_start():
                 try:
                     self._gather()
                     chosen = self._next_batch()
@@ -567,10 +572,31 @@ class Decoder:
         self._charged_until = now
         self._condition.notify_all()
 
+    def close(self, timeout_s: float) -> bool:
+        """No batch starts from now on; wait up to ``timeout_s`` for those under way to end. True when none is."""
+        with self._condition:
+            self._closing = True
+            return self._condition.wait_for(lambda: not self._under_way, timeout_s)
+
     def idle(self) -> bool:
         """Nothing waits in the queue (a batch under way may still end)."""
         with self._condition:
             return not self._queue
+
+
+_DECODERS: weakref.WeakSet[Decoder] = weakref.WeakSet()
+
+
+@atexit.register
+def _end_batches_at_exit() -> None:
+    """At the process's exit, the batches under way end before Python finalizes. A decoding thread is a daemon, and
+    a request is answered while its batch still runs (a row is handed back as soon as it is done): the thread may be
+    inside ONNX Runtime or another call that let go of the interpreter when the main thread exits, and a daemon
+    thread that comes back after finalization began is ended inside that C++ code, which aborts the process
+    ("terminate called without an active exception", exit 134, after the CLI had written its translation)."""
+    for decoder in list(_DECODERS):
+        if decoder._pid == os.getpid():
+            decoder.close(EXIT_WAIT_S)
 
 
 def _priority(waiting: _Waiting) -> Priority:
