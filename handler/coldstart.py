@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from handler import IMPORT_BEGAN, IMPORT_BEGAN_SINCE_BOOT
+from handler import IMPORT_BEGAN, IMPORT_BEGAN_SINCE_BOOT, metrics
 from handler.config import RuntimeConfig
 from handler.errors import ConfigurationError, ModelUnavailableError, TranslatorError
 from handler.model import file_hashes
@@ -106,6 +106,14 @@ def _process_start_since_boot(pid: int) -> float | None:
         return None
 
 
+def seconds_since_process_start() -> float:
+    """Seconds from this process's start (Linux ``/proc``; elsewhere from the handler's first import) to now."""
+    started = _process_start_since_boot(os.getpid())
+    if started is not None and hasattr(time, "CLOCK_BOOTTIME"):
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
+    return time.perf_counter() - IMPORT_BEGAN
+
+
 def cold_start_report() -> dict[str, object]:
     """``{"warm", "import_s", "process_to_import_s", "load_s", "warmup_s", "error", "forked_worker", ...}``.
 
@@ -162,6 +170,15 @@ class Startup:
             return bundle_licence.read(self.config.bundle_dir)
         except bundle_licence.LicenceError:
             return bundle_licence.classify(None)
+
+    def report_metrics(self, platform: str) -> str:
+        """Choose the process's metrics sink for ``platform`` (``handler.metrics``, ``TRANSLATE_METRICS``), naming
+        the model and this cold start's time, from the process's start to now; the mode chosen. An adapter calls it
+        once its cold start is over."""
+        model = self.service.info().get("model") if self.service is not None else None
+        return metrics.configure(
+            self.config.metrics, platform, model=str(model or "unavailable"), cold_start_s=seconds_since_process_start()
+        )
 
     def health(self) -> dict[str, object]:
         """What ``GET /healthz`` reports: model name, bundle hash, warm state, cold-start timings, limits, and the

@@ -43,11 +43,13 @@ ENV_STATE_PREFIX = "TRANSLATE_STATE_PREFIX"
 ENV_DOCUMENT_BUCKET = "TRANSLATE_DOCUMENT_BUCKET"
 ENV_DOCUMENT_PREFIX = "TRANSLATE_DOCUMENT_PREFIX"
 ENV_MAX_QUEUE_S = "TRANSLATE_MAX_QUEUE_S"
+ENV_METRICS = "TRANSLATE_METRICS"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BUNDLE_DIR = REPO_ROOT / "model_artifacts" / "default"
 
 MAX_BEAM_SIZE = 8
+METRICS_MODES = ("auto", "emf", "log", "prometheus", "off")  # TRANSLATE_METRICS (handler.metrics)
 
 
 def _automatic_count() -> int:
@@ -105,6 +107,9 @@ class RuntimeConfig:
     # past this many seconds of work queued in the decoder (at its measured speed), a request is refused at once with
     # 429 and Retry-After instead of waiting without limit (handler.decoder)
     max_queue_s: float = 30.0
+    # where each request's and event's figures go (handler.metrics): "auto" (Lambda: EMF records; Google Cloud: log
+    # fields; the local server: none), "emf", "log", "prometheus" (the local server's GET /metrics) or "off"
+    metrics: str = "auto"
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str, str]] = [
@@ -129,6 +134,7 @@ class RuntimeConfig:
             (self.part_chars == 0 or self.part_chars >= 1_000, ENV_PART_CHARS, "0 (no fan-out) or at least 1000"),
             (self.memory_bytes >= 0, ENV_MEMORY_BYTES, "0 (no translation memory) or a positive number of bytes"),
             (self.max_queue_s > 0, ENV_MAX_QUEUE_S, "a positive number of seconds"),
+            (self.metrics in METRICS_MODES, ENV_METRICS, " or ".join(METRICS_MODES)),
             (
                 self.work_prefix.endswith("/")
                 and not self.work_prefix.startswith(self.output_prefix or "\0")
@@ -280,6 +286,7 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_DOCUMENT_BUCKET: "document_bucket",
     ENV_DOCUMENT_PREFIX: "document_prefix",
     ENV_MAX_QUEUE_S: "max_queue_s",
+    ENV_METRICS: "metrics",
 }
 
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
@@ -311,6 +318,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "document_bucket": lambda _variable, raw: raw,
     "document_prefix": lambda _variable, raw: raw,
     "max_queue_s": _number(float, "a number"),
+    "metrics": lambda _variable, raw: raw.lower(),
 }
 
 assert set(_PARSERS) == set(_FIELD_BY_ENV.values()) == {f.name for f in fields(RuntimeConfig)}

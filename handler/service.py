@@ -70,7 +70,7 @@ from handler.text.spans import (
     translate_protected,
 )
 from handler.text.validation import require_unicode
-from handler.translation_memory import MemoryKey, TranslationMemory
+from handler.translation_memory import MemoryKey, TranslationMemory, current_work
 
 EXTRA_NEW_TOKENS = 10  # output tokens allowed on top of max_length_ratio x source tokens
 MIN_SEGMENT_TOKENS = 8
@@ -355,6 +355,8 @@ class TranslationService:
             raise RequestTooLargeError(
                 f"{what} {characters:,} characters{total}; the limit is {limit:,} ({ENV_MAX_CHARS})"
             )
+        if (work := current_work.get()) is not None:  # the request's figures (handler.metrics)
+            work.characters += characters
 
     def _split(self, text: str) -> Document:
         return split_document(text, self._tokenizer.count_tokens, self.max_source_tokens)

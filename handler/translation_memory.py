@@ -66,13 +66,26 @@ def entry_bytes(key: MemoryKey, entry: Remembered) -> int:
 
 @dataclass
 class WorkCounts:
-    """How the distinct segments of one request reached the model: answered from memory, or decoded."""
+    """What one request or event asked of the service: how its distinct segments reached the model (answered from
+    memory, or decoded), the characters it asked to translate, and its time in the decoder (``handler.metrics``
+    reports them)."""
 
     from_memory: int = 0
     decoded: int = 0
+    characters: int = 0  # the texts' characters (handler.service) or a file's (handler.storage)
+    queue_wait_s: float = 0.0  # from each decoder call's arrival to the start of its first batch
+    decode_s: float = 0.0  # from that start to its last answer (or its end: a failure, a closed stream)
+
+    def decoder_done(self, arrived: float, began: float | None, ended: float) -> None:
+        """One decoder call's times (``time.monotonic()`` values; ``began`` None: no batch of its own began, every
+        input joined a batch already under way). The decoder calls it from the request's thread."""
+        start = arrived if began is None else min(max(began, arrived), ended)
+        self.queue_wait_s += start - arrived
+        self.decode_s += ended - start
 
 
-# set by an adapter's request handling (handler.api.router) for the access log; the service adds to it
+# set by an adapter's request handling (handler.api.router) and event handling (handler.metrics.measuring) for the
+# access log and the metrics; the service and the decoder add to it
 current_work: contextvars.ContextVar[WorkCounts | None] = contextvars.ContextVar("work_counts", default=None)
 
 

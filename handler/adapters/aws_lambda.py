@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 from urllib.parse import quote, urlencode
 
+from handler import metrics
 from handler.adapters.lambda_runtime import current_trace_id
 from handler.adapters.lambda_streaming import StreamedHttpResponse
 from handler.api.access_log import configure_logging
@@ -151,8 +152,10 @@ class LambdaAdapter:
         deadline = self._deadline(context)
         store = RetryingStore(self.store, deadline, self.retry)
         results = []
+        request_id = getattr(context, "aws_request_id", None)
         for source in s3_created_objects(event):  # every record checked before any work
-            results.append(handle_object_event(store, source, service, self.startup.config, deadline=deadline))
+            with metrics.measuring(request_id=request_id):  # one EMF record per object (handler.metrics)
+                results.append(handle_object_event(store, source, service, self.startup.config, deadline=deadline))
         return {"results": results}
 
     def _deadline(self, context: Any) -> float:
@@ -356,6 +359,7 @@ def _body(event: Mapping[str, Any]) -> bytes:
 # --- the entry point ----------------------------------------------------------------------------------------
 configure_logging()  # the Lambda runtime formats the records (JSON with AWS_LAMBDA_LOG_FORMAT=JSON)
 _ADAPTER = LambdaAdapter(start())
+_ADAPTER.startup.report_metrics(metrics.AWS_LAMBDA)  # EMF records on standard output (TRANSLATE_METRICS=auto)
 
 
 def lambda_handler(event: Any, context: Any) -> Any:

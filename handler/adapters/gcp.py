@@ -47,8 +47,9 @@ import flask
 import functions_framework
 from cloudevents.http.event import CloudEvent
 
+from handler import metrics
 from handler.adapters.hangup import until_peer_closes
-from handler.api.access_log import configure_logging
+from handler.api.access_log import configure_logging, use_cloud_logging
 from handler.api.messages import HttpRequest
 from handler.api.router import HttpApi
 from handler.coldstart import Startup, start
@@ -130,10 +131,11 @@ class GcpAdapter:
             return None
         config = self.startup.config
         deadline = arrived + config.event_timeout_s - config.deadline_margin_s
-        service = self.startup.require_service()
-        source = storage_object(data)
-        store = RetryingStore(self.store, deadline, self.retry)
-        return handle_object_event(store, source, service, config, deadline=deadline)
+        with metrics.measuring():  # the event's figures on a log line of its own (handler.metrics)
+            service = self.startup.require_service()
+            source = storage_object(data)
+            store = RetryingStore(self.store, deadline, self.retry)
+            return handle_object_event(store, source, service, config, deadline=deadline)
 
     def handle_part_event(self, event_type: str, data: Any) -> dict[str, Any] | None:
         """A finalize event of the output bucket: a fan-out part is translated, anything else ignored."""
@@ -193,7 +195,9 @@ def _path_and_query(request: flask.Request) -> str:
 
 
 configure_logging()  # JSON lines on stderr, which Cloud Logging reads as structured entries
+use_cloud_logging()  # with httpRequest and the trace, so that the console shows them under their request
 _ADAPTER = GcpAdapter(start())
+_ADAPTER.startup.report_metrics(metrics.GOOGLE_CLOUD)  # the figures as log fields (TRANSLATE_METRICS=auto)
 
 
 @functions_framework.http

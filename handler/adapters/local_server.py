@@ -7,6 +7,10 @@ own refusals (a request line it cannot parse, a header too long) are answered th
 other request, so that every answer has its one access line. It reads a body itself: ``Content-Length`` bytes (ASCII
 digits, at most ``HttpApi.max_request_bytes``; a longer body is refused with 413 before it is read) or the chunks of
 ``Transfer-Encoding: chunked``, which the standard library leaves to its handlers.
+
+With ``TRANSLATE_METRICS=prometheus`` it also answers ``GET /metrics``: the running totals of every request's figures
+(``handler.metrics``) as Prometheus text, itself uncounted and without an access line; otherwise that path is an
+unknown route like any other, and no totals are kept.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from handler import metrics
 from handler.adapters.hangup import peer_closed, until_peer_closes
 from handler.api.access_log import configure_logging
 from handler.api.messages import UNREADABLE_PATH, HttpRequest, HttpResponse, RequestRefusedError
@@ -25,6 +30,8 @@ from handler.api.router import HttpApi
 from handler.errors import InvalidRequestError, RequestTooLargeError
 
 MAX_CHUNK_LINE = 1024  # a chunk-size line, extensions included
+METRICS_PATH = "/metrics"  # TRANSLATE_METRICS=prometheus only
+PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 
 # the standard library server's own refusals, by status: this API's error codes
@@ -45,6 +52,11 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     server_version = "zh-en-translator"
 
     def _answer(self) -> None:
+        if self.command == "GET" and self.path.split("?", 1)[0] == METRICS_PATH:
+            scraped = metrics.prometheus_text()  # None unless TRANSLATE_METRICS=prometheus
+            if scraped is not None:
+                self._send(HttpResponse(200, {"Content-Type": PROMETHEUS_TYPE}, scraped.encode("utf-8")))
+                return
         try:
             body = self._body()
         except (InvalidRequestError, RequestTooLargeError) as unreadable:  # answered unread; nothing more is read
@@ -170,5 +182,6 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
 def make_server(api: HttpApi, host: str = "127.0.0.1", port: int = 8080) -> ThreadingHTTPServer:
     """A server answering every request through ``api`` (port 0 picks a free port)."""
     configure_logging()
+    api.startup.report_metrics(metrics.LOCAL)  # TRANSLATE_METRICS=prometheus: GET /metrics; auto: none
     handler = type("Handler", (ApiRequestHandler,), {"api": api})
     return ThreadingHTTPServer((host, port), handler)

@@ -37,9 +37,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from handler import metrics
 from handler.api.access_log import (
     REQUEST_ID_HEADER,
     UNKNOWN_ROUTE,
+    cloud_logging_fields,
     current_request_id,
     log_access,
     logged_body,
@@ -92,7 +94,6 @@ from handler.service import StreamFinished, TextTranslation, TranslateOptions
 from handler.storage.documents import Documents, documents_for
 from handler.storage.glossaries import GlossaryStore
 from handler.storage.state import StateLocation, local_state
-from handler.translation_memory import WorkCounts, current_work
 
 # the names adapters and tests take from here, defined in the leaf modules
 __all__ = [
@@ -171,8 +172,9 @@ class HttpApi:
         began = time.perf_counter()
         request_id = request_id_for(request.headers, request.platform_request_id)
         token = current_request_id.set(request_id)
-        work = WorkCounts()  # the service counts the segments it answers from memory and decodes
-        work_token = current_work.set(work)
+        # the request's figures (handler.metrics): the service and the decoder add to them while it runs
+        record = metrics.Record(http=True, request_id=request_id, began=began)
+        close_record = metrics.open_record(record)
         try:
             if refused is None:
                 response, error_code = self._answer(request)
@@ -194,13 +196,13 @@ class HttpApi:
                 context = contextvars.copy_context()
 
                 def ended(sent: int, response: HttpResponse = response) -> None:
-                    self._log_stream_end(request, response, began, work, sent)
+                    self._log_stream_end(request, response, began, record, sent)
 
                 stream = _ContextStream(context, response.stream, ended)
                 return HttpResponse(response.status, response.headers, b"", stream)
-            self._log(request, response, error_code, began, work)
+            self._log(request, response, error_code, began, record)
         finally:
-            current_work.reset(work_token)
+            close_record()
             current_request_id.reset(token)
         return response
 
@@ -231,14 +233,14 @@ class HttpApi:
         return path if path in self.known_routes else self.compat.route_of(path) or UNKNOWN_ROUTE
 
     def _log_stream_end(
-        self, request: HttpRequest, response: HttpResponse, began: float, work: WorkCounts, sent: int
+        self, request: HttpRequest, response: HttpResponse, began: float, record: metrics.Record, sent: int
     ) -> None:
         """A stream's access line: the bytes sent, and whether it finished, failed (its error code) or was closed
         by the client first (before its first chunk included)."""
         outcome: StreamOutcome | None = getattr(response.stream, "outcome", None)
         error_code = outcome.error_code if outcome is not None else None
         ended = "closed by the client" if outcome is not None and not outcome.finished and not error_code else None
-        self._log(request, HttpResponse(response.status, response.headers, b""), error_code, began, work, sent, ended)
+        self._log(request, HttpResponse(response.status, response.headers, b""), error_code, began, record, sent, ended)
 
     def _log(
         self,
@@ -246,10 +248,13 @@ class HttpApi:
         response: HttpResponse,
         error_code: str | None,
         began: float,
-        work: WorkCounts,
+        record: metrics.Record,
         streamed_bytes: int | None = None,
         stream_ended: str | None = None,
     ) -> None:
+        """The request's access line, with its figures (``handler.metrics``, which also gets the record) and, on
+        Google Cloud, the fields Cloud Logging reads (``handler.api.access_log.cloud_logging_fields``)."""
+        work = record.work
         fields: dict[str, object] = {
             "request_id": current_request_id.get(),  # as a field too, for a host's own formatter (Lambda's)
             "method": request.method,
@@ -266,6 +271,12 @@ class HttpApi:
         if work.from_memory or work.decoded:  # segments answered from the translation memory / by the model
             fields["segments_from_memory"] = work.from_memory
             fields["segments_decoded"] = work.decoded
+        record.route, record.error_code = str(fields["route"]), error_code
+        record.add("bytes_read", len(request.body))
+        record.add("bytes_written", len(response.body) if streamed_bytes is None else streamed_bytes)
+        metrics.finish(record)
+        fields.update(record.log_fields())
+        fields.update(cloud_logging_fields(request.method, request.headers, fields))
         if self.config.log_text:  # TRANSLATE_LOG_TEXT=1: debugging only, the texts go to the log
             fields["query"] = request.path.partition("?")[2]
             fields["request_body"] = logged_body(request.body)

@@ -51,6 +51,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 
+from handler import metrics
 from handler.config import RuntimeConfig
 from handler.errors import TranslatorError
 from handler.formats import FORMATS_BY_NAME, FileFormat, FileTranslator
@@ -356,7 +357,9 @@ def start_job(
         options=dict(options or {}),
     )
     created = store.write_if(layout.manifest, manifest.to_json(), {}, None, JSON_CONTENT_TYPE)
-    if not created:  # planned before (a re-delivered event): keep that plan, add only missing parts
+    if created:
+        metrics.add("fan_out_jobs_started")
+    else:  # planned before (a re-delivered event): keep that plan, add only missing parts
         manifest = _load_manifest(store, layout.manifest)[0]
         parts = _parts_from(manifest, file.text)
     existing = set(store.list_keys(layout.bucket, layout.prefix + PARTS_DIR))
@@ -365,8 +368,10 @@ def start_job(
         ref = layout.part(index)
         if ref.key in existing:
             continue
-        if store.write_if(ref, part.text.encode("utf-8"), {META_JOB: job, "bulk-part": str(index)}, None):
+        data = part.text.encode("utf-8")
+        if store.write_if(ref, data, {META_JOB: job, "bulk-part": str(index)}, None):
             written += 1
+            metrics.add("bytes_written", len(data))
     logger.info(
         "%s: %s characters in %d parts (job %s, manifest %s); %d part objects written",
         source,
@@ -426,11 +431,7 @@ def translate_part(
         if _sha256(text) != entry.sha256:
             raise BulkError(f"{layout.part(index)} does not match the sha256 its manifest records")
         began = time.monotonic()
-        translator = FileTranslator(service, translate_options(manifest.options), deadline)
-        translation = manifest.format.translate_part(text, index, translator)
-        written = store.write_if(
-            done_ref, translation.encode("utf-8"), {META_JOB: manifest.job, "bulk-part": str(index)}, None
-        )
+        written = _translate_part_text(store, manifest, index, text, done_ref, service, deadline)
         status = "translated" if written else "duplicate"
         logger.info(
             "job %s part %d/%d: %s characters in %.1f s (%s)",
@@ -458,6 +459,32 @@ def translate_part(
     if len(manifest.done) == len(manifest.parts) and manifest.status != COMPLETE:
         result["assembly"] = assemble(store, layout, manifest)["status"]
     return result
+
+
+def _translate_part_text(
+    store: VersionedStore,
+    manifest: JobManifest,
+    index: int,
+    text: str,
+    done_ref: ObjectRef,
+    service: TranslationService,
+    deadline: float | None,
+) -> bool:
+    """Part ``index``'s ``text`` translated and its result written unless another invocation wrote it first (False);
+    counted in the event's metrics (``handler.metrics``: started, then finished or failed)."""
+    metrics.add("fan_out_parts_started")
+    metrics.add("characters", len(text))
+    metrics.add("bytes_read", len(text.encode("utf-8")))
+    try:
+        translator = FileTranslator(service, translate_options(manifest.options), deadline)
+        data = manifest.format.translate_part(text, index, translator).encode("utf-8")
+        written = store.write_if(done_ref, data, {META_JOB: manifest.job, "bulk-part": str(index)}, None)
+    except BaseException:
+        metrics.add("fan_out_parts_failed")
+        raise
+    metrics.add("fan_out_parts_finished")
+    metrics.add("bytes_written", len(data) if written else 0)
+    return written
 
 
 def translate_part_object(
@@ -502,6 +529,8 @@ def assemble(store: VersionedStore, layout: JobLayout, manifest: JobManifest) ->
     )
     if written is not None:
         status = "assembled"
+        metrics.add("fan_out_jobs_finished")
+        metrics.add("bytes_written", written)
         logger.info("job %s: wrote %s (%s bytes, %d parts)", manifest.job, output_ref, f"{written:,}", len(pieces) - 1)
     else:
         current = store.read_versioned(output_ref)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from functools import partial
 
+from handler import metrics
 from handler.config import RuntimeConfig
 from handler.service import TranslationService
 from handler.storage import bulk, documents, files
@@ -37,17 +38,22 @@ def handle_object_event(
     *,
     deadline: float | None = None,
 ) -> Outcome:
-    """What the file adapters do with an "object created" event (see the module's docstring)."""
+    """What the file adapters do with an "object created" event (see the module's docstring); the event's kind is
+    its metrics' route (``handler.metrics``: ``part``, ``document``, ``upload``, or ``other``)."""
     if source.key.startswith(config.work_prefix):
         part = bulk.PART_KEY.fullmatch(source.key[len(config.work_prefix) :])
         if part is None:
+            metrics.set_route("other")
             return {"source": str(source), "status": "ignored", "reason": "a fan-out object that is not a part"}
         index = int(part["index"])
+        metrics.set_route("part")
         return bulk.translate_part_object(store, source, part["job"], index, service, config, deadline=deadline)
     document_id = _document_id(source, config)
     if document_id is not None:
+        metrics.set_route("document")
         translate = partial(handle_upload, store, source, service, config, deadline=deadline)
         return documents.translate_document_upload(store, source, document_id, config, translate)
+    metrics.set_route("upload")
     return handle_upload(store, source, service, config, deadline=deadline)
 
 
@@ -81,6 +87,7 @@ def handle_upload(
         return files.translate_whole(store, upload, service, deadline=deadline, options=options)
     except files.UploadRefusedError as error:
         logger.error("%s", error)
+        metrics.refused(error.code)
         return {"source": str(source), "status": "refused", "reason": str(error)}
     except Exception as error:
         logger.error("could not translate %s, nothing was written: %s: %s", source, type(error).__name__, error)

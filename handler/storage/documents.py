@@ -64,6 +64,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Protocol
 
+from handler import metrics
 from handler.config import ENV_DOCUMENT_BUCKET, ENV_OUTPUT_BUCKET, RuntimeConfig
 from handler.errors import ConfigurationError, InvalidRequestError, RequestTooLargeError, TranslatorError
 from handler.formats import (
@@ -495,7 +496,8 @@ class LocalDocuments:
         while True:
             document_id = self._queue.get()
             try:
-                self._translate(document_id)
+                with metrics.measuring("document"):  # this process's own figures (handler.metrics)
+                    self._translate(document_id)
             except Exception:  # the worker never dies; _translate records every failure it can
                 logger.exception("document %s: the worker failed", document_id)
             finally:
@@ -515,6 +517,7 @@ class LocalDocuments:
         if record is None or record.status != TRANSLATING:
             return  # downloaded, expired or finished by another process meanwhile
         self._progress[document_id] = (0, record.characters or 0, started)
+        metrics.add("documents_started")
 
         def progress(done: int, total: int) -> None:
             self._progress[document_id] = (done, total, started)
@@ -530,7 +533,12 @@ class LocalDocuments:
             )
             self.state().store.write_if(self._result(record), translated.data, {}, None, translated.content_type)
             encoding = translated.source.encoding
+            metrics.add("bytes_read", len(found.data))
+            metrics.add("characters", translated.source.characters)
+            metrics.add("bytes_written", len(translated.data))
         except Exception as error:
+            metrics.add("documents_failed")
+            metrics.refused(metrics.error_code_of(error))
             message = _failure_message(error)
             if isinstance(error, TranslatorError):
                 logger.warning("document %s could not be translated: %s", document_id, message)
@@ -554,6 +562,7 @@ class LocalDocuments:
             return True
 
         self.records.update(document_id, finish)
+        metrics.add("documents_finished")
         logger.info("document %s translated in %.1f s", document_id, time.monotonic() - started)
 
     # --- housekeeping -------------------------------------------------------------------------------------------
@@ -721,17 +730,23 @@ def translate_document_upload(
         return True
 
     records.update(document_id, begin)
+    metrics.add("documents_started")
     try:
         result = translate(options=record.options)
     except PERMANENT_ERRORS as error:
         _record_error(records, document_id, str(error), source)
+        metrics.add("documents_failed")
+        metrics.refused(error.code)
         return {"source": str(source), "status": "failed", "document": document_id, "reason": str(error)}
     except Exception as error:
         _record_failure(records, document_id, _failure_message(error), final=False)
+        metrics.add("documents_failed")
         raise
     if result.get("status") == "refused":
         _record_error(records, document_id, str(result.get("reason")), source)
+        metrics.add("documents_failed")
     elif result.get("status") == "translated":
+        metrics.add("documents_finished")
 
         def finished(current: DocumentRecord) -> bool:
             if current.status != TRANSLATING:

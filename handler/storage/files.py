@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 from urllib.parse import quote, unquote
 
+from handler import metrics
 from handler.config import ENV_OUTPUT_BUCKET, ENV_OUTPUT_PREFIX, RuntimeConfig
 from handler.errors import ConfigurationError, DeadlineExceededError, InvalidRequestError, TranslatorError
 from handler.formats import FileFormat, FileTranslator, SourceFile, check_size, read_file
@@ -174,6 +175,7 @@ def read_upload(
     written = "; nothing was written"
     check_size(store.size(source), config.max_file_bytes, str(source), written=written)
     data, metadata = _read_object(store, source)
+    metrics.add("bytes_read", len(data))
     encoding = metadata.get(META_ENCODING, "").strip() or None
     fmt, file = read_file(
         str(source), len(data), lambda: data, config.max_file_bytes, written=written, encoding=encoding
@@ -243,6 +245,8 @@ def translate_upload(
     payload = upload.format.translate(upload.file, FileTranslator(service, options, deadline))
     metadata = output_metadata(upload.source, upload.file.encoding, service.info())
     store.write(upload.output, payload, metadata, upload.format.content_type)
+    metrics.add("characters", upload.file.characters)
+    metrics.add("bytes_written", len(payload))
     result = FileTranslation(
         upload.source,
         upload.output,

@@ -27,6 +27,9 @@
 # (streamed: ends with an error line) instead of being cut off by the platform.
 # Alerts (Cloud Monitoring, docs/operations.md): a message waiting in $FUNCTION_NAME-failed-events-kept, any 5xx
 # answer of the three services, and a request that took over 80 % of its --timeout; with ALERT_EMAIL, each mails it.
+# Metrics (docs/operations.md): every request's and event's figures are fields of its JSON log line (handler.metrics;
+# GOOGLE_CLOUD_PROJECT in the env files lets Cloud Logging tie the lines to their traces), read by log-based metrics
+# named $FUNCTION_NAME-<figure> (created, or updated when they exist, from the files `deploy.sh log-metrics DIR` writes).
 #
 # Usage:   infra/gcp/deploy.sh print        print the commands (what `make deploy-gcp` / `deploy-cloudrun` do)
 #          infra/gcp/deploy.sh deploy       run them (`make deploy-gcp DEPLOY=1`)
@@ -127,6 +130,7 @@ env_files() {  # DIR: the runtime settings of the HTTP entry point and of the tw
     mkdir -p "$dir"
     {
         cat "$REPO_ROOT/infra/gcp/env.yaml"
+        printf 'GOOGLE_CLOUD_PROJECT: "%s"\n' "$PROJECT"  # the access lines' trace field names the project
         printf 'TRANSLATE_OUTPUT_BUCKET: "%s"\n' "$OUTPUT"  # document records and translations
         printf 'TRANSLATE_DOCUMENT_BUCKET: "%s"\n' "$INPUT"  # uploaded documents, translated by the files function
         printf 'TRANSLATE_EVENT_TIMEOUT_S: "%s"\n' "${HTTP_TIMEOUT%s}"  # /translate_file's time: the --timeout
@@ -134,6 +138,7 @@ env_files() {  # DIR: the runtime settings of the HTTP entry point and of the tw
     } > "$dir/env-http.yaml"
     {
         cat "$REPO_ROOT/infra/gcp/env.yaml"
+        printf 'GOOGLE_CLOUD_PROJECT: "%s"\n' "$PROJECT"
         printf 'TRANSLATE_OUTPUT_BUCKET: "%s"\n' "$OUTPUT"
         printf 'TRANSLATE_DOCUMENT_BUCKET: "%s"\n' "$INPUT"  # its documents' uploads get their records' options
         printf 'TRANSLATE_EVENT_TIMEOUT_S: "%s"\n' "$FILES_TIMEOUT_S"  # the event functions' --timeout
@@ -212,6 +217,63 @@ for file_name, body in policies.items():
 PY
 }
 
+log_metrics() {  # names | files DIR: the log-based metrics' names, or each as Cloud Logging's LogMetric JSON in DIR
+    python3 - "$NAME" "$@" <<'PY'
+import json, sys
+name, mode, folder = sys.argv[1], sys.argv[2], (sys.argv[3:] or [""])[0]
+services = " OR ".join(json.dumps(s) for s in (name, f"{name}-files", f"{name}-parts"))
+# the JSON lines that carry a request's or an event's figures (handler.metrics): access lines and event lines
+lines = (f'resource.type="cloud_run_revision" AND resource.labels.service_name=({services}) AND '
+         'jsonPayload.logger=("handler.access" OR "handler.metrics")')
+route = {"route": "EXTRACT(jsonPayload.route)"}
+# suffix: (field, what it counts or sums, unit, labels); summed figures are distributions of the field's values
+summed = {
+    "characters": ("characters", "characters of the texts and files translated", "1"),
+    "segments": ("segments", "segments translated (decoded or from the translation memory)", "1"),
+    "segments-from-memory": ("segments_from_memory", "segments answered by the translation memory", "1"),
+    "queue-wait": ("queue_wait_ms", "time waiting in the decoder's queue", "ms"),
+    "decode-time": ("decode_ms", "time from the first batch to the last answer", "ms"),
+    "bytes-read": ("bytes_read", "bytes read: request bodies, uploaded objects, parts", "By"),
+    "bytes-written": ("bytes_written", "bytes written: response bodies, translations, parts", "By"),
+    "cold-start-time": ("cold_start_ms", "time from the process's start to its first answer's readiness", "ms"),
+}
+counted = {
+    "requests": ("", "requests and events", route),
+    "refusals": ("error_code", "answers with an error code: refusals and failures",
+                 {"error_code": "EXTRACT(jsonPayload.error_code)"}),
+    "cold-starts": ("cold_start", "cold starts", {}),
+    **{field.replace("_", "-"): (field, field.replace("_", " "), {}) for field in (
+        "documents_started", "documents_finished", "documents_failed", "fan_out_jobs_started",
+        "fan_out_jobs_finished", "fan_out_parts_started", "fan_out_parts_finished", "fan_out_parts_failed")},
+}
+
+def descriptor(kind, unit, labels):
+    return {"metricKind": "DELTA", "valueType": kind, "unit": unit,
+            "labels": [{"key": key, "valueType": "STRING"} for key in labels]}
+
+metrics = {}
+for suffix, (field, what, unit) in summed.items():
+    metrics[f"{name}-{suffix}"] = {
+        "description": f"{name}: {what} (the field {field}), per request or event",
+        "filter": f"{lines} AND jsonPayload.{field}>0", "valueExtractor": f"EXTRACT(jsonPayload.{field})",
+        "labelExtractors": route, "metricDescriptor": descriptor("DISTRIBUTION", unit, route),
+        "bucketOptions": {"exponentialBuckets": {"numFiniteBuckets": 64, "growthFactor": 2, "scale": 1}}}
+for suffix, (field, what, labels) in counted.items():
+    where = f'{lines} AND jsonPayload.{field}:*' if field == "error_code" else (
+        f"{lines} AND jsonPayload.{field}>0" if field else lines)
+    metrics[f"{name}-{suffix}"] = {
+        "description": f"{name}: {what}", "filter": where, "labelExtractors": labels,
+        "metricDescriptor": descriptor("INT64", "1", labels)}
+for metric, body in metrics.items():
+    if mode == "names":
+        print(metric)
+    else:
+        with open(f"{folder}/log-metric-{metric}.json", "w", encoding="utf-8") as out:
+            json.dump({"name": metric, **body}, out, indent=2)
+            out.write("\n")
+PY
+}
+
 stage() {  # the same files the Dockerfile's `cloudrun` image holds, plus requirements.txt for the buildpack
     local dir="$1" source
     source="$dir/source"
@@ -238,13 +300,20 @@ if [[ "$MODE" == "alerts" ]]; then
     echo "wrote the alert policies of $NAME in $2"
     exit 0
 fi
+if [[ "$MODE" == "log-metrics" ]]; then
+    [[ $# -eq 2 ]] || die "usage: deploy.sh log-metrics DIR"
+    mkdir -p "$2"
+    log_metrics files "$2"
+    echo "wrote the log-based metrics of $NAME in $2"
+    exit 0
+fi
 if [[ "$MODE" == "stage" ]]; then
     [[ $# -eq 2 ]] || die "usage: deploy.sh stage DIR"
     stage "$2"
     echo "staged the function's source in $2/source ($FAMILY bundle $SHIPPED)"
     exit 0
 fi
-[[ "$MODE" == "print" || "$MODE" == "deploy" ]] || die "unknown mode '$MODE'; use print, stage DIR, env DIR, alerts DIR or deploy"
+[[ "$MODE" == "print" || "$MODE" == "deploy" ]] || die "unknown mode '$MODE'; use print, stage DIR, env DIR, alerts DIR, log-metrics DIR or deploy"
 
 if [[ "$MODE" == "deploy" ]]; then
     [[ -n "$PROJECT" ]] || die "set GCP_PROJECT to your project id"
@@ -299,7 +368,7 @@ fi
 note "1. APIs"
 run gcloud services enable cloudfunctions.googleapis.com run.googleapis.com cloudbuild.googleapis.com \
     artifactregistry.googleapis.com eventarc.googleapis.com pubsub.googleapis.com storage.googleapis.com \
-    monitoring.googleapis.com --project "$PROJECT"
+    monitoring.googleapis.com logging.googleapis.com --project "$PROJECT"
 
 note "2. a service account for the functions: read the input bucket, write the output bucket"
 unless_exists gcloud iam service-accounts describe "$SA" --project "$PROJECT" \
@@ -337,7 +406,7 @@ event_service() {  # SUFFIX BUCKET INSTANCES: a Cloud Run event service, who may
 
 if [[ "$PLATFORM" == functions ]]; then
 note "0. the functions' source in \$STAGE_DIR/source: main.py, handler/, requirements.txt, and the $FAMILY bundle $SHIPPED"
-run "BUNDLE=$SHIPPED" "INPUT_BUCKET=$INPUT" "OUTPUT_BUCKET=$OUTPUT" bash infra/gcp/deploy.sh stage '$STAGE_DIR'
+run "BUNDLE=$SHIPPED" "GCP_PROJECT=$PROJECT" "INPUT_BUCKET=$INPUT" "OUTPUT_BUCKET=$OUTPUT" bash infra/gcp/deploy.sh stage '$STAGE_DIR'
 note "5. the HTTP function (source: main.py, handler/, model_artifacts/default/, requirements.txt)"
 run gcloud functions deploy "$NAME" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
     --source '$STAGE_DIR/source' --entry-point translate_http --trigger-http "$PUBLIC_FLAG" \
@@ -376,7 +445,7 @@ ENGINE=()  # the container engine and base image given to make, carried into the
 run make image-gcp "BUNDLE=$SHIPPED" "IMAGE=${IMAGE_URI%:cloudrun}" "${ENGINE[@]}" "${BASE[@]}"
 run "${ENGINE[@]}" bash infra/container/image.sh push "$IMAGE_URI" "$IMAGE_URI"
 note "   each service's settings: infra/gcp/env.yaml with FUNCTION_TARGET, the buckets and the timeout, in \$STAGE_DIR/env-run-{http,files,parts}.yaml"
-run "PLATFORM=run" "INPUT_BUCKET=$INPUT" "OUTPUT_BUCKET=$OUTPUT" bash infra/gcp/deploy.sh env '$STAGE_DIR'
+run "PLATFORM=run" "GCP_PROJECT=$PROJECT" "INPUT_BUCKET=$INPUT" "OUTPUT_BUCKET=$OUTPUT" bash infra/gcp/deploy.sh env '$STAGE_DIR'
 
 note "5. the HTTP service (FUNCTION_TARGET=translate_http)"
 run gcloud run deploy "$NAME" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" "$PUBLIC_FLAG" \
@@ -439,6 +508,15 @@ for POLICY in failed-events errors timeout; do
     run gcloud monitoring policies create --project "$PROJECT" --policy-from-file "\$STAGE_DIR/alert-$POLICY.json" "${NOTIFY[@]}"
 done
 
+note "10. log-based metrics (docs/operations.md): the figures of every request's and event's JSON line, by route"
+run "FUNCTION_NAME=$NAME" bash infra/gcp/deploy.sh log-metrics '$STAGE_DIR'
+mapfile -t LOG_METRICS < <(log_metrics names)
+for METRIC in "${LOG_METRICS[@]}"; do
+    M="$(command_quote "$METRIC")"
+    FILE="\"\$STAGE_DIR/log-metric-$METRIC.json\""
+    command_raw "if gcloud logging metrics describe $M --project $P >/dev/null 2>&1; then gcloud logging metrics update $M --project $P --config-from-file $FILE; else gcloud logging metrics create $M --project $P --config-from-file $FILE; fi"
+done
+
 if [[ "$PLATFORM" == functions ]]; then
     note "done: the URL is in 'gcloud functions describe $NAME --gen2 --region $REGION --format value(serviceConfig.uri)'"
     note "teardown (empty the buckets first; the functions' images stay in Artifact Registry's gcf-artifacts):"
@@ -457,6 +535,9 @@ else
 fi
 note "  $POLICIES_DELETE"
 note "  $CHANNELS_DELETE"
+for METRIC in "${LOG_METRICS[@]}"; do
+    note "  gcloud logging metrics delete $METRIC --project $PROJECT --quiet"
+done
 note "  gcloud pubsub subscriptions delete $DEAD_LETTERS-kept --project $PROJECT --quiet"
 note "  gcloud pubsub topics delete $DEAD_LETTERS --project $PROJECT --quiet"
 note "  gcloud storage rm --recursive gs://$INPUT/** gs://$OUTPUT/** && gcloud storage buckets delete gs://$INPUT gs://$OUTPUT"

@@ -5,8 +5,8 @@ PATH that append their argument vector to a log file (one line per call, each wo
 and answer the few questions the deploy commands ask (a service agent, a project number, a trigger's subscription,
 a new notification channel's name; "does it exist?" is answered "no", and a list of Cloud Monitoring's policies or
 channels is empty, as in a new project, unless ``STAND_IN_LISTED`` names what it holds). ``gcloud`` also refuses,
-with exit status 3, an ``--env-vars-file``, ``--source`` or ``--policy-from-file`` that does not exist when it is
-called: a printed command may only read what an earlier printed command wrote.
+with exit status 3, an ``--env-vars-file``, ``--source``, ``--policy-from-file`` or ``--config-from-file`` that does not
+exist when it is called: a printed command may only read what an earlier printed command wrote.
 
 ``printed``: ``make <target> VAR=...`` prints the commands; they are then run by bash, as a user pasting them would
 (with ``-euo pipefail``, so that a failing line fails the run). ``deployed``: ``make <target> DEPLOY=1 VAR=...``.
@@ -37,8 +37,8 @@ _GCLOUD = (
     _RECORD_CALL
     + f"""previous=""
 for word in "$@"; do
-    if [[ "$previous" == --env-vars-file || "$previous" == --source || "$previous" == --policy-from-file ]] \\
-        && [[ ! -e "$word" ]]; then
+    if [[ "$previous" == --env-vars-file || "$previous" == --source || "$previous" == --policy-from-file \\
+        || "$previous" == --config-from-file ]] && [[ ! -e "$word" ]]; then
         echo "gcloud stand-in: $previous $word: no such file (no earlier command wrote it)" >&2
         exit 3
     fi

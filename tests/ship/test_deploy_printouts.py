@@ -90,7 +90,7 @@ def test_the_printed_staging_line_carries_the_buckets(bench: DeployBench) -> Non
     printout = bench.printout("deploy-gcp", *GCP)
     stage_line = next(line for line in printout.splitlines() if "infra/gcp/deploy.sh stage" in line)
     assert stage_line == (
-        "BUNDLE=model_artifacts/default INPUT_BUCKET=zh-uploads OUTPUT_BUCKET=en-translations "
+        "BUNDLE=model_artifacts/default GCP_PROJECT=my-project INPUT_BUCKET=zh-uploads OUTPUT_BUCKET=en-translations "
         'bash infra/gcp/deploy.sh stage "$STAGE_DIR"'
     )
 

@@ -148,6 +148,7 @@ def test_ls_handler_shows_the_layers() -> None:
         "config",
         "decoder",
         "errors",
+        "metrics",
         "options",
         "service",
         "streaming",

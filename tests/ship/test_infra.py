@@ -961,3 +961,73 @@ def test_gcp_teardown_removes_the_policies_and_channels_it_made(alerting: Alerti
     ]
     kept = ["gcloud", "pubsub", "subscriptions", "delete", "zh-en-translate-failed-events-kept", "--project"]
     assert [*kept, "my-project", "--quiet"] in deletes
+
+
+# ---- Google Cloud: log-based metrics (handler.metrics' figures on the JSON lines) ----------------------------------
+_JSON_FIELD = re.compile(r"jsonPayload\.([a-z_]+)")
+# the fields of the lines a metric may read besides the figures: which logger wrote it, the route, the error code
+_LINE_FIELDS = {"logger", "route", "error_code"}
+
+
+def _log_metrics(recorded: Recorded, stage: Path) -> dict[str, dict[str, Any]]:
+    """The log-based metrics the printed commands create, by name: each create's file, written by a printed command."""
+    created = {}
+    for call in recorded.of("gcloud"):
+        if call[1:4] == ["logging", "metrics", "create"]:
+            path = Path(_flags(call)["--config-from-file"][0])
+            assert path.parent == stage, path
+            body = json.loads(recorded.files[path.name])
+            assert body["name"] == call[4]
+            created[call[4]] = body
+    assert created, "no log-based metric is created"
+    return created
+
+
+def test_gcp_log_based_metrics_read_every_figure_of_the_functions_lines(alerting: Alerting) -> None:
+    from handler.metrics import FIGURES
+
+    services = set(_services(alerting.recorded.of("gcloud")))
+    read: set[str] = set()
+    for name, metric in _log_metrics(alerting.recorded, alerting.stage).items():
+        assert name.startswith("zh-en-translate-")
+        where = metric["filter"]
+        # the access lines and the event lines (handler.metrics) of this deployment's three services
+        assert 'jsonPayload.logger=("handler.access" OR "handler.metrics")' in where
+        assert all(f'"{service}"' in where for service in services)
+        fields = set(_JSON_FIELD.findall(where + metric.get("valueExtractor", "")))
+        fields |= {
+            field for extractor in metric["labelExtractors"].values() for field in _JSON_FIELD.findall(extractor)
+        }
+        assert fields <= {figure.field for figure in FIGURES} | _LINE_FIELDS, f"{name} reads a field no line has"
+        read |= fields
+        descriptor = metric["metricDescriptor"]
+        assert descriptor["metricKind"] == "DELTA"
+        assert [label["key"] for label in descriptor["labels"]] == list(metric["labelExtractors"])
+        if "valueExtractor" in metric:  # a figure summed: the distribution of its values
+            assert descriptor["valueType"] == "DISTRIBUTION" and "bucketOptions" in metric
+        else:  # lines counted
+            assert descriptor["valueType"] == "INT64"
+    # every figure but the requests themselves and their duration (Cloud Run's own request metrics) is read
+    assert {figure.field for figure in FIGURES} - {"requests", "duration_ms"} <= read
+
+
+def test_gcp_log_based_metrics_are_updated_by_a_second_deploy_and_removed_by_the_teardown(alerting: Alerting) -> None:
+    created = set(_log_metrics(alerting.recorded, alerting.stage))
+    printout = alerting.printout(f"STAGE_DIR={alerting.stage}")
+    # each is created when describing it fails (a new project), else updated from the same file
+    lines = [line for line in printout.splitlines() if line.startswith("if gcloud logging metrics describe ")]
+    assert len(lines) == len(created)
+    for line in lines:
+        name = shlex.split(line)[5]
+        file = f'--config-from-file "$STAGE_DIR/log-metric-{name}.json"'
+        assert f"then gcloud logging metrics update {name} --project my-project {file}; else" in line
+    teardown = printout[printout.index("# teardown") :]
+    deleted = set(re.findall(r"gcloud logging metrics delete (\S+) --project my-project --quiet", teardown))
+    assert deleted == created
+
+
+def test_gcp_env_files_name_the_project_for_the_trace_field(alerting: Alerting) -> None:
+    env_files = [name for name in alerting.recorded.files if re.fullmatch(r"env-[a-z-]+\.yaml", name)]
+    assert env_files
+    for name in env_files:
+        assert yaml.safe_load(alerting.recorded.files[name])["GOOGLE_CLOUD_PROJECT"] == "my-project", name

@@ -220,7 +220,8 @@ def test_make_deploy_gcp_prints_the_staging_of_the_chosen_bundle(user_bundle: st
     assert result.returncode == 0, result.stderr
     # the staging line carries the buckets too (it used to drop them, writing TRANSLATE_OUTPUT_BUCKET: "")
     stage = (
-        f"BUNDLE={user_bundle} INPUT_BUCKET='<INPUT_BUCKET>' OUTPUT_BUCKET='<OUTPUT_BUCKET>' "
+        f"BUNDLE={user_bundle} GCP_PROJECT='<GCP_PROJECT>' INPUT_BUCKET='<INPUT_BUCKET>' "
+        "OUTPUT_BUCKET='<OUTPUT_BUCKET>' "
         'bash infra/gcp/deploy.sh stage "$STAGE_DIR"'
     )
     assert stage in result.stdout.splitlines()
@@ -250,6 +251,7 @@ def test_the_cloud_run_recipe_deploys_the_parts_service_on_the_output_bucket(use
     # written by a printed line before (it used to be written only by DEPLOY=1)
     assert [
         "PLATFORM=run",
+        "GCP_PROJECT=p",
         "INPUT_BUCKET=in-b",
         "OUTPUT_BUCKET=out-b",
         "bash",
