@@ -126,8 +126,10 @@ COPY handler/ ./handler/
 COPY --from=selected-bundle /bundle/ ./model_artifacts/default/
 RUN python -m compileall -q handler
 USER 10001
-# awslambdaric's runtime loop with the Runtime API's response streaming added (handler/adapters/lambda_streaming.py):
-# the CMD lambda_handler answers as `python -m awslambdaric` does; the template's FunctionUrlInvokeMode
-# RESPONSE_STREAM sets the command to handler.adapters.aws_lambda.streaming_handler, whose Function URL answers stream
+# the image's Runtime API loop (handler/adapters/lambda_runtime.py; awslambdaric's handler loading, context and logs):
+# one invocation at a time, or AWS_LAMBDA_MAX_CONCURRENCY of them in this one process on Lambda Managed Instances,
+# with the Runtime API's response streaming (handler/adapters/lambda_streaming.py): the CMD lambda_handler answers as
+# `python -m awslambdaric` does; the template's FunctionUrlInvokeMode RESPONSE_STREAM sets the command to
+# handler.adapters.aws_lambda.streaming_handler, whose Function URL answers stream
 ENTRYPOINT ["python", "-m", "handler.adapters.lambda_streaming"]
 CMD ["handler.adapters.aws_lambda.lambda_handler"]
