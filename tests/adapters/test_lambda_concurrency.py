@@ -297,9 +297,9 @@ def test_each_invocation_calls_s3_with_its_own_trace_id(concurrent: Function, he
     sent = {key: invocation.trace_id for key, invocation in zip(keys, invocations, strict=True)}
     seen: dict[str, set[str | None]] = {}
     for _, path, trace in concurrent.s3.calls:
-        key = next((key for key in keys if key in path), None)
-        if key is not None:
-            seen.setdefault(key, set()).add(trace)
+        called = next((key for key in keys if key in path), None)
+        if called is not None:
+            seen.setdefault(called, set()).add(trace)
     assert seen == {key: {trace} for key, trace in sent.items()}, concurrent.server.log()[-3000:]
 
 
