@@ -7,10 +7,12 @@ constant here (and documented in the README); a bad value raises ``Configuration
 from __future__ import annotations
 
 import os
+import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from handler.errors import ConfigurationError
 
@@ -44,6 +46,7 @@ ENV_DOCUMENT_BUCKET = "TRANSLATE_DOCUMENT_BUCKET"
 ENV_DOCUMENT_PREFIX = "TRANSLATE_DOCUMENT_PREFIX"
 ENV_MAX_QUEUE_S = "TRANSLATE_MAX_QUEUE_S"
 ENV_METRICS = "TRANSLATE_METRICS"
+ENV_USAGE_STORE = "TRANSLATE_USAGE_STORE"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BUNDLE_DIR = REPO_ROOT / "model_artifacts" / "default"
@@ -88,7 +91,8 @@ class RuntimeConfig:
     request_timeout_s: float = 0.0
     glossary_file: Path | None = None  # the deployment's glossary (JSON object or TSV), for every request and file
     # keys every translating route requires (handler.api.keys); empty = none required. ``from_env`` adds the keys
-    # of ``api_keys_file`` (TRANSLATE_API_KEYS_FILE) to those of TRANSLATE_API_KEYS
+    # of ``api_keys_file`` (TRANSLATE_API_KEYS_FILE) to those of TRANSLATE_API_KEYS. Each entry is a key, optionally
+    # with its name and limits (``KEY;name=NAME;chars=N/PERIOD;rate=N/PERIOD``: ``key_entries`` reads them)
     api_keys: tuple[str, ...] = ()
     api_keys_file: Path | None = None
     log_text: bool = False  # debug only: the access log also records request and response bodies
@@ -110,6 +114,9 @@ class RuntimeConfig:
     # where each request's and event's figures go (handler.metrics): "auto" (Lambda: EMF records; Google Cloud: log
     # fields; the local server: none), "emf", "log", "prometheus" (the local server's GET /metrics) or "off"
     metrics: str = "auto"
+    # where each key's usage is counted across instances (handler.storage.usage): "dynamodb:TABLE", "redis://HOST:PORT"
+    # (rediss:// with TLS); "" = the state folder (the local server), or each instance alone on a deployment
+    usage_store: str = ""
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str, str]] = [
@@ -169,6 +176,28 @@ class RuntimeConfig:
             if not ok:
                 name = _FIELD_BY_ENV[variable]
                 raise ConfigurationError(f"{variable}={getattr(self, name)!r} is not allowed; use {allowed}")
+        self._check_keys()
+
+    def _check_keys(self) -> None:
+        """Every key entry reads (``parse_key_entry``), no key or name is given twice, the usage store is one."""
+        entries = self.key_entries
+        for what, values in (("key", [e.key for e in entries]), ("name", [e.name for e in entries if e.name])):
+            if len(set(values)) < len(values):
+                repeated = next(value for value, count in Counter(values).items() if count > 1)
+                keys = [entry.key for entry in entries]
+                where = [number for number, key in enumerate(keys, 1) if key == repeated][:2]
+                shown = f"key {where[1]} repeats key {where[0]}" if what == "key" else f"name {repeated!r} is repeated"
+                raise ConfigurationError(f"{ENV_API_KEYS}: {shown}; give each key and each name once")
+        if self.usage_store and not re.fullmatch(_USAGE_STORE, self.usage_store):
+            raise ConfigurationError(  # (the value may hold a password: not repeated)
+                f"{ENV_USAGE_STORE} is not a usage store; use dynamodb:TABLE, redis://[:PASSWORD@]HOST[:PORT][/DB] "
+                "(rediss:// for TLS) or leave it empty"
+            )
+
+    @property
+    def key_entries(self) -> tuple[KeyEntry, ...]:
+        """``api_keys`` read: each key with its name and limits."""
+        return tuple(parse_key_entry(entry, number) for number, entry in enumerate(self.api_keys, 1))
 
     @property
     def intra_op_threads(self) -> int:
@@ -203,6 +232,76 @@ class RuntimeConfig:
 
     def with_overrides(self, **overrides: Any) -> RuntimeConfig:
         return replace(self, **overrides)
+
+
+# --- API key entries: KEY[;name=NAME][;chars=N/PERIOD][;rate=N/PERIOD] ------------------------------------------
+Period = Literal["second", "minute", "hour", "day", "month"]
+PERIODS: dict[str, Period] = {  # each spelling a period may take -> its name
+    "s": "second", "sec": "second", "second": "second",
+    "min": "minute", "minute": "minute",
+    "h": "hour", "hour": "hour",
+    "d": "day", "day": "day",
+    "month": "month",
+}  # fmt: skip
+LIMIT_MEASURES = {"chars": "characters", "rate": "requests"}  # an entry's limit attributes -> what they count
+# (patterns compiled on their first use, by re's cache: nothing at a cold start without keys)
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+_USAGE_STORE = r"dynamodb:[A-Za-z0-9_.-]{3,255}|rediss?://[^\s/?#]+(/[0-9]{1,2})?"
+
+
+class KeyLimit(NamedTuple):  # (a NamedTuple: a third of a frozen dataclass's cost at a cold start)
+    """At most ``allowed`` characters or requests (``measure``) per ``period`` (a calendar period in UTC)."""
+
+    measure: str  # "characters" or "requests"
+    allowed: int
+    period: Period
+
+
+class KeyEntry(NamedTuple):
+    """One configured API key: the secret a client presents, its name (counters and logs; optional) and limits."""
+
+    key: str
+    name: str = ""
+    limits: tuple[KeyLimit, ...] = ()
+
+    def limit(self, measure: str) -> KeyLimit | None:
+        return next((limit for limit in self.limits if limit.measure == measure), None)
+
+
+def parse_key_entry(entry: str, number: int = 1) -> KeyEntry:
+    """A key entry: the key, then ``;``-separated attributes, each at most once: ``name=NAME`` (letters, digits,
+    ``.``, ``_``, ``-``; at most 64), ``chars=N/PERIOD`` (characters per period) and ``rate=N/PERIOD`` (requests per
+    period); PERIOD is second (s, sec), minute (min), hour (h), day (d) or month. A plain key has none."""
+    key, *attributes = entry.split(";")
+    where = f"{ENV_API_KEYS}: key {number}"
+    if not key or any(ch.isspace() or ch == "," for ch in key):
+        raise ConfigurationError(f"{where} is empty or holds a comma or a space; a key is one token before any ';'")
+    values: dict[str, str] = {}
+    for attribute in attributes:
+        field, equals, value = attribute.partition("=")
+        if not equals or field not in ("name", *LIMIT_MEASURES) or field in values:
+            # (an unknown one is not repeated: it may be a key that holds a ';')
+            found = f"a repeated setting {field!r}" if field in values else "an unknown setting"
+            raise ConfigurationError(
+                f"{where} has {found} after a ';'; after the key come ';name=NAME', ';chars=N/PERIOD' and "
+                "';rate=N/PERIOD', each at most once (a key holds no ';')"
+            )
+        values[field] = value
+    name = values.pop("name", "")
+    if name and not re.fullmatch(_NAME, name):
+        raise ConfigurationError(f"{where}: name={name!r}; a name is 1-64 letters, digits, '.', '_' or '-'")
+    limits = tuple(_key_limit(field, value, where) for field, value in values.items())
+    return KeyEntry(key, name, limits)
+
+
+def _key_limit(field: str, value: str, where: str) -> KeyLimit:
+    count, slash, period = value.partition("/")
+    if not slash or not count.isdigit() or int(count) <= 0 or period not in PERIODS:
+        raise ConfigurationError(
+            f"{where}: {field}={value!r}; write a positive count per period, e.g. {field}=60/minute (periods: "
+            "second or s, minute or min, hour or h, day or d, month)"
+        )
+    return KeyLimit(LIMIT_MEASURES[field], int(count), PERIODS[period])
 
 
 def parse_key_list(raw: str) -> tuple[str, ...]:
@@ -287,6 +386,7 @@ _FIELD_BY_ENV: dict[str, str] = {
     ENV_DOCUMENT_PREFIX: "document_prefix",
     ENV_MAX_QUEUE_S: "max_queue_s",
     ENV_METRICS: "metrics",
+    ENV_USAGE_STORE: "usage_store",
 }
 
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
@@ -319,6 +419,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "document_prefix": lambda _variable, raw: raw,
     "max_queue_s": _number(float, "a number"),
     "metrics": lambda _variable, raw: raw.lower(),
+    "usage_store": lambda _variable, raw: raw,
 }
 
 assert set(_PARSERS) == set(_FIELD_BY_ENV.values()) == {f.name for f in fields(RuntimeConfig)}

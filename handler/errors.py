@@ -74,6 +74,33 @@ class ServerBusyError(TranslatorError):
         self.retry_after_s = retry_after_s
 
 
+class KeyLimitError(TranslatorError):
+    """An API key over one of its limits (``TRANSLATE_API_KEYS``' ``chars=`` or ``rate=``, ``handler.api.quotas``):
+    nothing was translated; its period ends in ``retry_after_s`` seconds (answered with ``Retry-After``)."""
+
+    status = 429
+    libretranslate_status = 429
+
+    def __init__(self, message: str, retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class QuotaExceededError(KeyLimitError):
+    """The key's characters for the period are used up (or the request alone asks more than are left): 429 on this
+    server's and LibreTranslate's APIs, 456 on DeepL's (its "Quota exceeded", which its clients do not retry)."""
+
+    code = "quota_exceeded"
+    deepl_status = 456
+
+
+class RateLimitedError(KeyLimitError):
+    """The key sent more requests in the period than its rate allows: 429 on every API (DeepL's "Too many
+    requests", which its clients retry after a while)."""
+
+    code = "rate_limited"
+
+
 class StorageError(TranslatorError):
     """The object store kept failing (connection dropped, timed out, 5xx) after retries, or no time was left to
     retry; nothing was written, and the platform retries the event."""

@@ -1,9 +1,11 @@
 """API keys: one scheme for this server's own API and the drop-in APIs, off unless keys are configured.
 
 Keys come from ``TRANSLATE_API_KEYS`` (comma-separated) and ``TRANSLATE_API_KEYS_FILE`` (one key per line; blank
-lines and ``#`` comments ignored); both may be set, and every key of either is accepted. With no key configured
-every request passes (the deployment relies on the platform's own authentication: IAM on the Function URL, an
-identity token on Cloud Functions).
+lines and ``#`` comments ignored); both may be set, and every key of either is accepted. An entry may follow its
+key with a name and limits (``KEY;name=NAME;chars=N/PERIOD;rate=N/PERIOD``: ``handler.config.parse_key_entry``;
+``handler.api.quotas`` counts and enforces them): only the key before the first ``;`` is what a client presents.
+With no key configured every request passes (the deployment relies on the platform's own authentication: IAM on the
+Function URL, an identity token on Cloud Functions).
 
 A request presents at most one key; the first of these that is present is the one checked, the rest ignored:
 
@@ -47,8 +49,10 @@ class ApiKeys:
     digests: tuple[bytes, ...] = ()
 
     @classmethod
-    def of(cls, keys: tuple[str, ...]) -> ApiKeys:
-        return cls(tuple(_digest(key) for key in keys))
+    def of(cls, entries: tuple[str, ...]) -> ApiKeys:
+        """The keys of ``TRANSLATE_API_KEYS``' entries: each before its first ``;`` (its name and limits aside, as
+        ``handler.config.parse_key_entry`` reads them; the configuration has checked them)."""
+        return cls(tuple(_digest(entry.split(";", 1)[0]) for entry in entries))
 
     @property
     def required(self) -> bool:

@@ -20,6 +20,8 @@ _OWN_ERRORS = {
     401: "an API key is required (TRANSLATE_API_KEYS / TRANSLATE_API_KEYS_FILE) and none valid was presented",
     413: "over TRANSLATE_MAX_CHARS or TRANSLATE_MAX_TEXTS, or a body too large for them",
     415: "the body is not UTF-8 application/json",
+    429: "the key is over its rate or character quota (TRANSLATE_API_KEYS' rate= and chars=), or the decoder is busy; "
+    "Retry-After says when to come back",
     500: "a bug or a bad setting; details in the function's log, none in the response",
     503: "the model is unavailable (the message names the file and the fix) or out of time",
 }
@@ -74,6 +76,10 @@ _TRANSLATE_RESPONSES = {
     **own_errors(401),
     "403": response("LibreTranslate: api_key invalid (none: 400)", ref("LibreTranslateError")),
     **own_errors(413, 415),
+    "429": response(
+        _OWN_ERRORS[429] + " (LibreTranslate's shape for its requests)",
+        {"oneOf": [ref("Error"), ref("LibreTranslateError")]},
+    ),
     "500": response(
         "a bug or a bad setting (LibreTranslate: also the model unavailable); no internals in the body",
         {"oneOf": [ref("Error"), ref("LibreTranslateError")]},

@@ -22,10 +22,12 @@ maps the ``handler.errors`` hierarchy to HTTP statuses. Unexpected exceptions ar
 answered 500 with a message that holds no internals.
 
 With API keys configured (``handler.api.keys``), ``POST /translate`` without a valid key is answered 401 with a
-``WWW-Authenticate`` header; the page, ``/healthz``, ``/openapi.json`` and CORS preflights stay open (they carry no
-translation and no secret, and a browser, a load balancer's health check or a client generator must reach them
-without one). Every request gets an id (``X-Request-Id``) and one JSON access line (``handler.api.access_log``); every
-response carries the security headers of ``SECURITY_HEADERS`` (the page more, ``PAGE_SECURITY_HEADERS``).
+``WWW-Authenticate`` header, and a key over its rate or character quota 429 with ``Retry-After``
+(``handler.api.quotas``, shared with the drop-in APIs); the page, ``/healthz``, ``/openapi.json`` and CORS
+preflights stay open (they carry no translation and no secret, and a browser, a load balancer's health check or a
+client generator must reach them without one). Every request gets an id (``X-Request-Id``) and one JSON access line
+(``handler.api.access_log``); every response carries the security headers of ``SECURITY_HEADERS`` (the page more,
+``PAGE_SECURITY_HEADERS``).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ from handler.api.openapi import build_document
 from handler.api.own_routes import OWN_ROUTES
 from handler.api.own_shapes import SPANS_FIELD, TranslateRequest
 from handler.api.page import PAGE_SECURITY_HEADERS, page_security_policy, render_page
+from handler.api.quotas import Quotas
 from handler.api.scores import SCORES_FIELD, segments_json
 from handler.api.shapes import ObjectFields, json_kind, read_shape
 from handler.api.streamed import (
@@ -148,8 +151,10 @@ class HttpApi:
         self.glossaries = GlossaryStore(
             state if state is not None else (lambda: local_state(config)), keys_required=self.keys.required
         )
+        # each key's usage and limits, one count for every API (the store opened on first use)
+        self.quotas = Quotas(config)
         # LibreTranslate and DeepL routes, answered in their own shapes
-        self.compat = CompatApis(startup, documents, self.glossaries)
+        self.compat = CompatApis(startup, documents, self.glossaries, self.quotas)
         self.known_routes = frozenset((*ROUTES, *self.compat.routes()))
         info = startup.service.info() if startup.service is not None else {}
         self._model = info.get("model")
@@ -299,6 +304,7 @@ class HttpApi:
             raise MethodNotAllowedError(f"{path} answers {' and '.join(allowed)}, not {request.method}", allowed)
         if found.route.auth:
             self._require_key(request)
+            self.quotas.count_request(presented_key(request.headers))
         answer: HttpResponse = getattr(self, "_" + found.route.handler)(request)
         return answer
 
@@ -341,6 +347,8 @@ class HttpApi:
         service = self.startup.require_service()
         began = time.perf_counter()
         given = texts if texts is not None else [text or ""]
+        # the key's characters, taken before the work (429 past its quota) and given back if it fails to start
+        charge = self.quotas.charge(presented_key(request.headers), sum(len(one) for one in given))
         if asked.stream:  # refused here, before the answer begins, exactly as without stream
             event_stream = wants_event_stream(request.headers.get("accept", ""))
             outcome = StreamOutcome()
@@ -349,17 +357,21 @@ class HttpApi:
                 answer = self._answer_json(list(event.translations), texts is not None, with_spans, options, began)
                 return {**answer, "segments": event.units, "characters": event.characters}
 
+            try:
+                sentences = service.translate_stream(given, options, deadline=request.deadline)
+            except TranslatorError:
+                charge.refund()
+                raise
             body = stream_body(
-                service.translate_stream(given, options, deadline=request.deadline),
-                many=texts is not None,
-                finished_json=finished,
-                event_stream=event_stream,
-                outcome=outcome,
+                sentences, many=texts is not None, finished_json=finished, event_stream=event_stream, outcome=outcome
             )
             return HttpResponse(200, stream_headers(event_stream), b"", _Stream(body, outcome))
         try:
             details = service.translate_detailed(given, options, deadline=request.deadline)
-        except DeadlineExceededError as error:
+        except TranslatorError as error:
+            charge.refund()
+            if not isinstance(error, DeadlineExceededError):
+                raise
             raise DeadlineExceededError(
                 f"{error}. This function's time limit ends the request before it could finish: send it with "
                 '"stream": true (every sentence done in time is delivered), translate it as a document (DeepL\'s '

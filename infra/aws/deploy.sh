@@ -58,6 +58,7 @@ command_add sam deploy --template-file .aws-sam/build/template.yaml --stack-name
     "${ALARMS[@]}" "Bundle=$SHIPPED"
 command_note "first time, to choose every parameter interactively: sam deploy --guided"
 command_note "streamed answers from the Function URL: add FunctionUrlInvokeMode=RESPONSE_STREAM to sam deploy's --parameter-overrides"
+command_note "API keys with limits (chars=, rate=; docs/operations.md#key-quotas): add KeyQuotas=enabled (a DynamoDB table counts each key's usage) and ApiKeys=... to them"
 command_note "alarms (docs/operations.md): failed events waiting, errors, throttles, invocations near the timeout;" \
     "$([[ -n "${ALERT_EMAIL:-}" ]] && echo "mailed to $ALERT_EMAIL once the link in AWS's confirmation mail is followed" || echo "ALERT_EMAIL=... mails them")"
 command_note "teardown (both buckets must be empty first; sam delete removes the alarms and their topic with the stack):"

@@ -30,12 +30,17 @@
 # Metrics (docs/operations.md): every request's and event's figures are fields of its JSON log line (handler.metrics;
 # GOOGLE_CLOUD_PROJECT in the env files lets Cloud Logging tie the lines to their traces), read by log-based metrics
 # named $FUNCTION_NAME-<figure> (created, or updated when they exist, from the files `deploy.sh log-metrics DIR` writes).
+# Key quotas (USAGE_REDIS=1, docs/operations.md#key-quotas): a Memorystore Redis instance $FUNCTION_NAME-usage (basic
+# tier, 1 GB, AUTH on) counts each API key's usage across instances (TRANSLATE_USAGE_STORE, the limits of
+# TRANSLATE_API_KEYS' chars= and rate=); only the HTTP service reaches it, through the Serverless VPC Access connector
+# $FUNCTION_NAME-usage (egress to private ranges only). Memorystore has no IAM on its data: the AUTH string is the grant.
 #
 # Usage:   infra/gcp/deploy.sh print        print the commands (what `make deploy-gcp` / `deploy-cloudrun` do)
 #          infra/gcp/deploy.sh deploy       run them (`make deploy-gcp DEPLOY=1`)
 #          infra/gcp/deploy.sh stage DIR    assemble the deployable Cloud Functions source in DIR (a printed command)
 #          infra/gcp/deploy.sh env DIR      write the entry points' env files into DIR (a printed command)
 #          infra/gcp/deploy.sh alerts DIR   write the alert policies (JSON) into DIR (a printed command)
+#          infra/gcp/deploy.sh usage-store DIR URL   set the HTTP env file's TRANSLATE_USAGE_STORE in DIR (printed)
 # `print` prints exactly the commands `deploy` runs (one list, infra/commands.sh): a header naming the variables
 # they need (those not given show as <NAME>), the demo bundle's licence notice, then bash lines to run from the
 # repository root: STAGE_DIR (given, or a new temporary folder), the staging of the source or the env files (with
@@ -55,6 +60,8 @@
 #   FILE_INSTANCES         most instances of the file function, i.e. uploads translated at once (default: 100)
 #   MAX_DELIVERY_ATTEMPTS  deliveries of a failing event before it goes to the dead-letter topic (5-100; default 5)
 #   MAX_EVENT_AGE          how long a failing event is retried at most (10m-7d; default 6h, like the SAM template)
+#   USAGE_REDIS            1 = key quotas: the Memorystore instance and connector above, and TRANSLATE_USAGE_STORE
+#                          pointing the HTTP service at it; default 0 (keys without limits are counted per instance)
 #   ALERT_EMAIL            an e-mail address the alert policies notify (a Cloud Monitoring e-mail channel); default:
 #                          none, the policies open incidents in the console and mail no one
 #   STAGE_DIR              where the commands assemble the source, env files and alert policies (default: a new
@@ -92,6 +99,8 @@ MAX_EVENT_AGE="${MAX_EVENT_AGE:-6h}"
 DEAD_LETTERS="$NAME-failed-events"
 EMAIL="${ALERT_EMAIL:-}"
 TIMEOUT_ALERT_PERCENT=80       # a request that took longer than this share of its --timeout opens an incident
+USAGE_REDIS="${USAGE_REDIS:-0}"
+USAGE_NAME="${NAME:0:19}-usage"  # the Memorystore instance and the VPC connector (a connector's name: 25 at most)
 
 die() { echo "deploy.sh: $*" >&2; exit 2; }
 [[ "$PLATFORM" == functions || "$PLATFORM" == run ]] || die "PLATFORM must be functions (Cloud Functions) or run (Cloud Run); got '$PLATFORM'"
@@ -102,6 +111,7 @@ FAMILY="$(bundle_family "$SHIPPED")" || exit 2
 [[ "$MAX_EVENT_AGE" =~ ^[0-9]+[smhd]$ ]] || die "MAX_EVENT_AGE must be a duration such as 6h, 30m or 7d; got '$MAX_EVENT_AGE'"
 [[ "$FILE_INSTANCES" =~ ^[1-9][0-9]*$ && "$PART_INSTANCES" =~ ^[1-9][0-9]*$ ]] \
     || die "FILE_INSTANCES and PART_INSTANCES must be positive numbers"
+[[ "$USAGE_REDIS" == 0 || "$USAGE_REDIS" == 1 ]] || die "USAGE_REDIS must be 0 or 1; got '$USAGE_REDIS'"
 [[ -z "$EMAIL" || "$EMAIL" =~ ^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]+$ ]] \
     || die "ALERT_EMAIL must be one e-mail address; got '$EMAIL'"
 
@@ -274,6 +284,16 @@ for metric, body in metrics.items():
 PY
 }
 
+usage_store() {  # DIR URL: the HTTP service's env file(s) in DIR count the keys' usage in URL (TRANSLATE_USAGE_STORE)
+    local file
+    for file in "$1/env-http.yaml" "$1/env-run-http.yaml"; do
+        [[ -f "$file" ]] || continue
+        grep -v '^TRANSLATE_USAGE_STORE:' "$file" > "$file.new"
+        printf 'TRANSLATE_USAGE_STORE: "%s"\n' "$2" >> "$file.new"
+        mv "$file.new" "$file"
+    done
+}
+
 stage() {  # the same files the Dockerfile's `cloudrun` image holds, plus requirements.txt for the buildpack
     local dir="$1" source
     source="$dir/source"
@@ -305,6 +325,12 @@ if [[ "$MODE" == "log-metrics" ]]; then
     mkdir -p "$2"
     log_metrics files "$2"
     echo "wrote the log-based metrics of $NAME in $2"
+    exit 0
+fi
+if [[ "$MODE" == "usage-store" ]]; then
+    [[ $# -eq 3 && "$3" =~ ^rediss?:// ]] || die "usage: deploy.sh usage-store DIR redis://[:AUTH@]HOST:PORT/DB"
+    usage_store "$2" "$3"
+    echo "the HTTP service's env file in $2 counts the keys' usage in its Redis"
     exit 0
 fi
 if [[ "$MODE" == "stage" ]]; then
@@ -404,14 +430,40 @@ event_service() {  # SUFFIX BUCKET INSTANCES: a Cloud Run event service, who may
         --event-filters "type=$FINALIZED" --event-filters "bucket=$2" --service-account "$SA"
 }
 
+USAGE_FLAGS=()  # the HTTP service's way to the usage store (USAGE_REDIS=1)
+if [[ "$USAGE_REDIS" == 1 ]]; then
+    note "4b. key quotas: a Memorystore Redis instance counts each API key's usage across instances; the HTTP service alone reaches it through a VPC connector"
+    run gcloud services enable redis.googleapis.com vpcaccess.googleapis.com --project "$PROJECT"
+    unless_exists gcloud redis instances describe "$USAGE_NAME" --project "$PROJECT" --region "$REGION" \
+        -- gcloud redis instances create "$USAGE_NAME" --project "$PROJECT" --region "$REGION" --tier basic --size 1 \
+            --network default --redis-version redis_7_0 --enable-auth
+    unless_exists gcloud compute networks vpc-access connectors describe "$USAGE_NAME" --project "$PROJECT" --region "$REGION" \
+        -- gcloud compute networks vpc-access connectors create "$USAGE_NAME" --project "$PROJECT" --region "$REGION" \
+            --network default --range 10.8.0.0/28
+    P_="$(command_quote "$PROJECT")" R_="$(command_quote "$REGION")" U_="$(command_quote "$USAGE_NAME")"
+    command_raw "REDIS_HOST=\"\$(gcloud redis instances describe $U_ --project $P_ --region $R_ --format 'value(host)')\""
+    command_raw "REDIS_AUTH=\"\$(gcloud redis instances get-auth-string $U_ --project $P_ --region $R_ --format 'value(authString)')\""
+    if [[ "$PLATFORM" == functions ]]; then
+        USAGE_FLAGS=(--vpc-connector "$USAGE_NAME" --egress-settings private-ranges-only)
+    else
+        USAGE_FLAGS=(--vpc-connector "$USAGE_NAME" --vpc-egress private-ranges-only)
+    fi
+fi
+usage_store_env() {  # after the env files are written: the HTTP one names the Redis instance
+    [[ "$USAGE_REDIS" == 1 ]] || return 0
+    note "   the HTTP service counts the keys' usage in it (TRANSLATE_USAGE_STORE in its env file)"
+    run bash infra/gcp/deploy.sh usage-store '$STAGE_DIR' 'redis://:$REDIS_AUTH@$REDIS_HOST:6379/0'
+}
+
 if [[ "$PLATFORM" == functions ]]; then
 note "0. the functions' source in \$STAGE_DIR/source: main.py, handler/, requirements.txt, and the $FAMILY bundle $SHIPPED"
 run "BUNDLE=$SHIPPED" "GCP_PROJECT=$PROJECT" "INPUT_BUCKET=$INPUT" "OUTPUT_BUCKET=$OUTPUT" bash infra/gcp/deploy.sh stage '$STAGE_DIR'
+usage_store_env
 note "5. the HTTP function (source: main.py, handler/, model_artifacts/default/, requirements.txt)"
 run gcloud functions deploy "$NAME" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
     --source '$STAGE_DIR/source' --entry-point translate_http --trigger-http "$PUBLIC_FLAG" \
     --memory "$MEMORY" --cpu "$CPU" --timeout "$HTTP_TIMEOUT" \
-    --service-account "$SA" --env-vars-file '$STAGE_DIR/env-http.yaml'
+    --service-account "$SA" --env-vars-file '$STAGE_DIR/env-http.yaml' "${USAGE_FLAGS[@]}"
 
 note "6. the file function: uploads to gs://$INPUT are translated into gs://$OUTPUT"
 run gcloud functions deploy "$NAME-files" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
@@ -447,10 +499,11 @@ run "${ENGINE[@]}" bash infra/container/image.sh push "$IMAGE_URI" "$IMAGE_URI"
 note "   each service's settings: infra/gcp/env.yaml with FUNCTION_TARGET, the buckets and the timeout, in \$STAGE_DIR/env-run-{http,files,parts}.yaml"
 run "PLATFORM=run" "GCP_PROJECT=$PROJECT" "INPUT_BUCKET=$INPUT" "OUTPUT_BUCKET=$OUTPUT" bash infra/gcp/deploy.sh env '$STAGE_DIR'
 
+usage_store_env
 note "5. the HTTP service (FUNCTION_TARGET=translate_http)"
 run gcloud run deploy "$NAME" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" "$PUBLIC_FLAG" \
     --memory "$MEMORY" --cpu "$CPU" --timeout "$HTTP_TIMEOUT" \
-    --service-account "$SA" --env-vars-file '$STAGE_DIR/env-run-http.yaml'
+    --service-account "$SA" --env-vars-file '$STAGE_DIR/env-run-http.yaml' "${USAGE_FLAGS[@]}"
 
 note "6. the file service: uploads to gs://$INPUT are translated into gs://$OUTPUT (FUNCTION_TARGET=translate_storage_event)"
 event_service files "$INPUT" "$FILE_INSTANCES"
@@ -541,12 +594,16 @@ done
 note "  gcloud pubsub subscriptions delete $DEAD_LETTERS-kept --project $PROJECT --quiet"
 note "  gcloud pubsub topics delete $DEAD_LETTERS --project $PROJECT --quiet"
 note "  gcloud storage rm --recursive gs://$INPUT/** gs://$OUTPUT/** && gcloud storage buckets delete gs://$INPUT gs://$OUTPUT"
+if [[ "$USAGE_REDIS" == 1 ]]; then
+    note "  gcloud redis instances delete $USAGE_NAME --project $PROJECT --region $REGION --quiet"
+    note "  gcloud compute networks vpc-access connectors delete $USAGE_NAME --project $PROJECT --region $REGION --quiet"
+fi
 note "  gcloud iam service-accounts delete $SA --project $PROJECT --quiet"
 
 if [[ "$MODE" == "deploy" ]]; then
     commands_run "$REPO_ROOT" BUNDLE PLATFORM GCP_PROJECT GCP_REGION INPUT_BUCKET OUTPUT_BUCKET FUNCTION_NAME \
         ALLOW_UNAUTHENTICATED PART_INSTANCES FILE_INSTANCES MAX_DELIVERY_ATTEMPTS MAX_EVENT_AGE STAGE_DIR IMAGE_URI \
-        CONTAINER BASE_IMAGE IMAGE MODEL ALERT_EMAIL
+        CONTAINER BASE_IMAGE IMAGE MODEL ALERT_EMAIL USAGE_REDIS
 else
     commands_print
 fi

@@ -456,6 +456,7 @@ def test_its_routes() -> None:
         "/frontend/settings": ("GET",),
         "/translate_file": ("POST",),
         "/download_file/{filename}": ("GET",),
+        "/usage": ("GET",),  # this server's: the calling key's usage (LibreTranslate has none)
         "/health": ("GET",),
         "/spec": ("GET",),
         "/suggest": ("POST",),

@@ -224,10 +224,41 @@ def test_every_runtime_setting_is_a_parameter_with_the_runtime_default(
         if variable == runtime_config.ENV_DOCUMENT_BUCKET:  # the input bucket, whose upload events translate them
             assert value == {"Ref": "InputBucketName"}
             continue
+        if variable == runtime_config.ENV_USAGE_STORE:  # the usage table, where KeyQuotas creates one
+            condition, enabled, disabled = value["Fn::If"]
+            assert enabled == {"Fn::Sub": "dynamodb:${UsageTable}"} and disabled == ""
+            assert template["Conditions"][condition] == {"Fn::Equals": [{"Ref": "KeyQuotas"}, "enabled"]}
+            assert variable in template["Parameters"]["KeyQuotas"]["Description"]
+            assert template["Parameters"]["KeyQuotas"]["Default"] == "disabled"  # "": the runtime's default
+            continue
         parameter = template["Parameters"][value["Ref"]]
         assert variable in parameter["Description"]
         defaults[variable] = str(parameter["Default"])
     assert RuntimeConfig.from_env(defaults) == RuntimeConfig()
+
+
+def test_key_quotas_create_a_usage_table_the_function_may_only_update_and_read(template: dict[str, Any]) -> None:
+    from handler.storage import usage
+
+    resources = template["Resources"]
+    parameter = template["Parameters"]["KeyQuotas"]
+    assert parameter["Default"] == "disabled" and set(parameter["AllowedValues"]) == {"enabled", "disabled"}
+    conditional = {name for name, resource in resources.items() if resource.get("Condition") == "CountKeyUsage"}
+    assert conditional == {"UsageTable", "UsageTablePolicy"}  # nothing of it without quotas
+    table = resources["UsageTable"]["Properties"]
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["KeySchema"] == [{"AttributeName": usage.DYNAMODB_KEY, "KeyType": "HASH"}]
+    assert table["AttributeDefinitions"] == [{"AttributeName": usage.DYNAMODB_KEY, "AttributeType": "S"}]
+    assert table["TimeToLiveSpecification"] == {"AttributeName": usage.DYNAMODB_EXPIRES, "Enabled": True}
+    policy = resources["UsageTablePolicy"]["Properties"]
+    assert policy["RoleName"] == {"Ref": "TranslateFunctionRole"}  # the role SAM makes for the function
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Effect"] == "Allow"
+    assert sorted(statement["Action"]) == ["dynamodb:GetItem", "dynamodb:UpdateItem"]  # no Scan, Query, Delete
+    assert statement["Resource"] == {"Fn::GetAtt": ["UsageTable", "Arn"]}
+    # and the function's own policies grant nothing on DynamoDB
+    function = next(r for r in resources.values() if r["Type"] == "AWS::Serverless::Function")
+    assert not [s for s in _statements(function) if "dynamodb" in json.dumps(s["Action"])]
 
 
 # ---- AWS: alarms ------------------------------------------------------------------------------------------
@@ -619,6 +650,59 @@ def test_gcp_deploy_refuses_one_bucket_for_input_and_output() -> None:
     result = _deploy_print(GCP_PROJECT="p", INPUT_BUCKET="same", OUTPUT_BUCKET="same")
     assert result.returncode == 2
     assert "INPUT_BUCKET and OUTPUT_BUCKET must differ" in result.stderr
+
+
+def test_gcp_key_quotas_add_a_redis_only_the_http_service_reaches(tmp_path: Path) -> None:
+    names = {"GCP_PROJECT": "p", "INPUT_BUCKET": "a-in", "OUTPUT_BUCKET": "a-out"}
+    assert "redis" not in _deploy_print(**names).stdout  # without USAGE_REDIS: nothing of it
+    for platform, egress in (("functions", "--egress-settings"), ("run", "--vpc-egress")):
+        printed = _deploy_print(**names, USAGE_REDIS="1", PLATFORM=platform)
+        assert printed.returncode == 0, printed.stderr
+        lines = [line for line in printed.stdout.splitlines() if not line.startswith("#")]
+        create = next(shlex.split(line.split("|| ", 1)[1]) for line in lines if "redis instances create" in line)
+        assert create[4] == "zh-en-translate-usage" and "--enable-auth" in create and "basic" in create
+        connector = next(line for line in lines if "vpc-access connectors create" in line)
+        assert "zh-en-translate-usage" in connector
+        deploys = [
+            shlex.split(line) for line in lines if line.startswith(("gcloud functions deploy", "gcloud run deploy"))
+        ]
+        reaching = [deploy[3] for deploy in deploys if "--vpc-connector" in deploy]
+        assert reaching == ["zh-en-translate"]  # the HTTP service only; the event services count nothing
+        (http,) = [_flags(deploy) for deploy in deploys if deploy[3] == "zh-en-translate"]
+        assert http["--vpc-connector"] == ["zh-en-translate-usage"] and http[egress] == ["private-ranges-only"]
+        written = next(line for line in lines if "deploy.sh usage-store" in line)
+        assert "redis://:$REDIS_AUTH@$REDIS_HOST:6379/0" in written
+        assert lines.index(written) < lines.index(
+            next(
+                line
+                for line in lines
+                if "zh-en-translate --gen2" in line or line.startswith("gcloud run deploy zh-en-translate ")
+            )
+        )
+        assert not [line for line in lines if "add-iam-policy-binding" in line and "redis" in line]  # no IAM: AUTH
+        teardown = [line for line in printed.stdout.splitlines() if line.startswith("#   gcloud")]
+        assert any("redis instances delete zh-en-translate-usage" in line for line in teardown)
+        assert any("vpc-access connectors delete zh-en-translate-usage" in line for line in teardown)
+    refused = _deploy_print(**names, USAGE_REDIS="yes")
+    assert refused.returncode == 2 and "USAGE_REDIS must be 0 or 1" in refused.stderr
+
+
+def test_gcp_usage_store_mode_points_the_http_env_file_at_the_redis(tmp_path: Path) -> None:
+    environ = {
+        "PATH": "/usr/bin:/bin",
+        "PLATFORM": "run",
+        "GCP_PROJECT": "p",
+        "INPUT_BUCKET": "a",
+        "OUTPUT_BUCKET": "b",
+    }
+    for mode in (["env", str(tmp_path)], ["usage-store", str(tmp_path), "redis://:secret@10.0.0.3:6379/0"]):
+        done = subprocess.run(["bash", str(GCP_DEPLOY), *mode], capture_output=True, text=True, env=environ)
+        assert done.returncode == 0, done.stderr
+    http = yaml.safe_load((tmp_path / "env-run-http.yaml").read_text())
+    files = yaml.safe_load((tmp_path / "env-run-files.yaml").read_text())
+    assert http[runtime_config.ENV_USAGE_STORE] == "redis://:secret@10.0.0.3:6379/0"
+    assert files[runtime_config.ENV_USAGE_STORE] == ""  # the event services count no key
+    assert RuntimeConfig.from_env(http).usage_store == "redis://:secret@10.0.0.3:6379/0"
 
 
 def test_gcp_settings_are_runtime_variables_with_runtime_defaults() -> None:

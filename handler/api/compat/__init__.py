@@ -24,6 +24,7 @@ from handler.api.compat import deepl, libretranslate
 from handler.api.compat.deepl import DeepLApi
 from handler.api.compat.libretranslate import LibreTranslateApi
 from handler.api.messages import ErrorShape, HttpRequest, HttpResponse, json_response, status_for
+from handler.api.quotas import Quotas
 from handler.coldstart import Startup
 from handler.errors import TranslatorError
 from handler.storage.documents import Documents
@@ -35,9 +36,17 @@ MAX_BODY_BYTES = max(deepl.MAX_BODY_BYTES, libretranslate.MAX_BODY_BYTES)  # the
 class CompatApis:
     """The drop-in APIs of one cold start."""
 
-    def __init__(self, startup: Startup, documents: Documents, glossaries: GlossaryStore | None = None) -> None:
-        self.libretranslate = LibreTranslateApi(startup, documents.state)
-        self.deepl = DeepLApi(startup, documents, glossaries)
+    def __init__(
+        self,
+        startup: Startup,
+        documents: Documents,
+        glossaries: GlossaryStore | None = None,
+        quotas: Quotas | None = None,
+    ) -> None:
+        """``quotas``: the keys' usage and limits, shared with this server's own API (default: their own)."""
+        quotas = quotas or Quotas(startup.config)
+        self.libretranslate = LibreTranslateApi(startup, documents.state, quotas)
+        self.deepl = DeepLApi(startup, documents, glossaries, quotas)
 
     def routes(self) -> tuple[str, ...]:
         """Every path the drop-in APIs answer."""

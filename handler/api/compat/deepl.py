@@ -15,8 +15,10 @@ body):
                         at most TRANSLATE_MAX_TEXTS texts (more: 400)
                         → ``{"translations": [{"detected_source_language", "text", "billed_characters"}]}``
 ``GET /v2/languages``   ``type=source`` (default: ZH) or ``type=target`` (EN-GB, EN-US)
-``GET /v2/usage``       characters translated through this API by this instance since its cold start, and a limit
-                        that is never reached (the function has no quota)
+``GET /v2/usage``       with API keys, the calling key's characters this period and its ``chars`` limit, counted
+                        across every instance (``handler.api.quotas``; a key without one: this month's, and a limit
+                        that is never reached); without keys, the characters translated through this API by this
+                        instance since its cold start
 ``POST /v2/document``   multipart ``file`` (``filename`` optional), ``target_lang``, ``source_lang``, ``formality``,
                         ``output_format`` (only the input's own), ``glossary_id`` (with ``source_lang``, as on
                         ``/v2/translate``)
@@ -64,8 +66,10 @@ this server's ``X-API-Key`` / ``Authorization: Bearer``; precedence in ``handler
 (``TRANSLATE_API_KEYS``, ``TRANSLATE_API_KEYS_FILE``) the key must be one of them, otherwise any key passes.
 Errors are DeepL's ``{"message": "..."}`` with 400 (bad request, unsupported language or file type), 403
 (authorization, a wrong ``document_key``), 404 (no such route, unknown, downloaded or another key's document, unknown
-or another key's glossary), 405, 413 (request or file too large), 415, 429 (too many documents queued), 500 and 503
-(the model is unavailable or out of time, a document not ready; DeepL's clients retry 5xx and 429).
+or another key's glossary), 405, 413 (request or file too large), 415, 429 (too many documents queued, the decoder
+busy, or the key over its ``rate``, with ``Retry-After``), 456 (the key's character quota used up: DeepL's "Quota
+exceeded", with ``Retry-After``), 500 and 503 (the model is unavailable or out of time, a document not ready;
+DeepL's clients retry 5xx and 429). A document's characters count against its key's quota when it is downloaded.
 """
 
 from __future__ import annotations
@@ -94,6 +98,7 @@ from handler.api.compat.fields import (
 )
 from handler.api.keys import ApiKeys, presented_key
 from handler.api.messages import ErrorShape, error_headers, status_for
+from handler.api.quotas import Quotas
 from handler.api.shapes import read_shape, takes_files
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
@@ -190,16 +195,22 @@ def _accepts_tsv(accept: str) -> bool:
 
 class DeepLApi:
     def __init__(
-        self, startup: Startup, documents: Documents | None = None, glossaries: GlossaryStore | None = None
+        self,
+        startup: Startup,
+        documents: Documents | None = None,
+        glossaries: GlossaryStore | None = None,
+        quotas: Quotas | None = None,
     ) -> None:
         """``documents``: where uploaded documents live and are translated (``handler.storage.documents``);
-        ``glossaries``: the deployment's stored glossaries; default for both: the local folder (TRANSLATE_STATE_DIR)."""
+        ``glossaries``: the deployment's stored glossaries; default for both: the local folder (TRANSLATE_STATE_DIR).
+        ``quotas``: the keys' usage and limits (``handler.api.quotas``; default: this configuration's)."""
         self.startup = startup
         self.documents = documents or documents_for(startup.config, startup.require_service)
         self.keys = ApiKeys.of(startup.config.api_keys)
         self.routes = ROUTES
         config = startup.config
         self.glossaries = glossaries or GlossaryStore(lambda: local_state(config), keys_required=self.keys.required)
+        self.quotas = quotas or Quotas(config)
         self._characters = 0
         self._lock = threading.Lock()
 
@@ -224,6 +235,8 @@ class DeepLApi:
             fields = read_fields(request, MAX_BODY_BYTES, files if takes_files(route.shape) else None)
             self._check_key(request, fields)
             key = presented_key(request.headers, fields.text("auth_key"))
+            if route.handler != "usage":  # reading its usage is not a request against the key's rate
+                self.quotas.count_request(key)
             values = read_shape(route.shape, fields, self.startup.config, files) if route.shape else None
             answer: HttpResponse = getattr(self, "_" + route.handler)(
                 Call(request, fields, values, key, dict(found.parameters))
@@ -256,7 +269,12 @@ class DeepLApi:
         return json_response(200, SOURCE_LANGUAGES if call.values.type == "source" else TARGET_LANGUAGES)
 
     def _usage(self, call: Call) -> HttpResponse:
-        usage: DeepLUsage = {"character_count": self._characters, "character_limit": CHARACTER_LIMIT}
+        counted = self.quotas.usage(call.key)  # the key's, across instances; None without keys
+        if counted is None:
+            usage: DeepLUsage = {"character_count": self._characters, "character_limit": CHARACTER_LIMIT}
+        else:
+            characters = counted.characters
+            usage = {"character_count": characters.used, "character_limit": characters.limit or CHARACTER_LIMIT}
         return json_response(200, usage)
 
     def _translate(self, call: Call) -> HttpResponse:
@@ -280,11 +298,16 @@ class DeepLApi:
         )
         languages = [detected_language(text, markup=bool(tag_handling)) for text in texts]
         chinese = [text for text, language in zip(texts, languages, strict=True) if language != ENGLISH]
-        if tag_handling:
-            blocks = translate_tagged(chinese, tag_handling, rules, lambda some: service.translate_many(some, options))
-            translated = iter(blocks)
-        else:
-            translated = iter(service.translate_many(chinese, options) if chinese else [])
+        charge = self.quotas.charge(call.key, sum(len(text) for text in texts))  # 456 past the key's quota
+        try:
+            if tag_handling:
+                many = service.translate_many
+                translated = iter(translate_tagged(chinese, tag_handling, rules, lambda some: many(some, options)))
+            else:
+                translated = iter(service.translate_many(chinese, options) if chinese else [])
+        except TranslatorError:
+            charge.refund()
+            raise
         # a text already in English passes through untranslated, as DeepL answers a text in its target language
         outputs = [
             text if language == ENGLISH else next(translated) for text, language in zip(texts, languages, strict=True)
@@ -340,7 +363,12 @@ class DeepLApi:
 
     def _document_result(self, call: Call) -> HttpResponse:
         document_id = call.parameters["document_id"]
+        billed = 0
+        if self.quotas.active:  # its characters count against the key when it is taken, once
+            status = self.documents.status(document_id, call.values.document_key, self._owner(call.key))
+            billed = status.billed_characters or 0
         translated = self.documents.take_result(document_id, call.values.document_key, self._owner(call.key))
+        self.quotas.record(call.key, billed)
         filename = quote(translated.name or "document", safe="")
         headers = {
             "Content-Type": translated.content_type,

@@ -31,6 +31,8 @@ COMMON_ERRORS = {
     "403": "authorization failure (TRANSLATE_API_KEYS is set)",
     "404": "no such resource",
     "413": "the request is too large",
+    "429": "too many requests: the key is over its rate, or the decoder is busy (Retry-After; DeepL's clients retry)",
+    "456": "quota exceeded: the key's characters for the period are used up (Retry-After: seconds to the next period)",
     "500": "translation failed",
     "503": "the model is unavailable or out of time (DeepL's clients retry)",
 }
@@ -86,6 +88,10 @@ _LANGUAGES = {
     **errors("400", "403", "413"),
 }
 _USAGE = {"200": response("the usage", ref("DeepLUsage")), **errors("400", "403", "413")}
+_USAGE_SUMMARY = (
+    "DeepL: the calling key's characters this period and its limit, across instances (without keys: this instance's "
+    "since its cold start)"
+)
 _STATUS_RESPONSES = {
     "200": response("the status", ref("DeepLDocumentStatus")),
     "400": _error("no document_key"),
@@ -135,7 +141,7 @@ DEEPL_ROUTES = RouteTable(
             "DeepL: translate text (repeated, or a JSON list) to EN, EN-US or EN-GB",
             {
                 "200": response("the translations", ref("DeepLTranslations")),
-                **errors("400", "403", "413", "500", "503"),
+                **errors("400", "403", "413", "429", "456", "500", "503"),
                 **errors("404", _404="glossary_id names no glossary of this key"),
             },
             DeepLTranslateRequest, BODY,
@@ -144,12 +150,8 @@ DEEPL_ROUTES = RouteTable(
               "DeepL: source (ZH) or target (EN-GB, EN-US) languages", _LANGUAGES, DeepLLanguagesRequest),
         Route("POST", "/v2/languages", "languages", "deeplLanguagesPost",
               "DeepL: source (ZH) or target (EN-GB, EN-US) languages", _LANGUAGES, DeepLLanguagesRequest, BODY),
-        Route("GET", "/v2/usage", "usage", "deeplUsage",
-              "DeepL: characters translated through this API by this instance since its cold start", _USAGE,
-              DeepLKeyRequest),
-        Route("POST", "/v2/usage", "usage", "deeplUsagePost",
-              "DeepL: characters translated through this API by this instance since its cold start", _USAGE,
-              DeepLKeyRequest, BODY),
+        Route("GET", "/v2/usage", "usage", "deeplUsage", _USAGE_SUMMARY, _USAGE, DeepLKeyRequest),
+        Route("POST", "/v2/usage", "usage", "deeplUsagePost", _USAGE_SUMMARY, _USAGE, DeepLKeyRequest, BODY),
         Route("POST", "/v2/document", "upload", "deeplDocumentUpload",
               f"DeepL: upload a document ({', '.join(FILE_SUFFIXES)}) to translate in the background",
               _UPLOAD_RESPONSES, DeepLDocumentUpload, (MULTIPART_MEDIA,)),

@@ -26,11 +26,16 @@ form-encoded or multipart/form-data bodies, GET parameters in the query string):
                             request (``handler.formats.translate_file``; the suffixes of
                             ``FILE_SUFFIXES``), kept in the state location (``handler.storage.translated_files``)
 ``GET /download_file/<token>-<name>``  that file (Content-Type of its format); the 128-bit token is its credential
+``GET /usage``              (this server's, not LibreTranslate's: it has no such route) with API keys, the calling
+                            key's characters and requests this period and their limits (``handler.api.quotas``);
+                            without keys 400 (nothing is counted)
 
 Errors are LibreTranslate's: ``{"error": "message"}`` with 400 (bad or too large request, unsupported language or
 file format, a corrupt file, no ``api_key`` when keys are configured), 413 (a file over ``TRANSLATE_MAX_FILE_BYTES``),
 403 (an invalid ``api_key``, or this server's ``X-API-Key`` / ``Authorization: Bearer``: ``handler.api.keys``;
-``/suggest``), 404 (an unknown download) and 405, 500 (translation failed or the model is unavailable).
+``/suggest``), 404 (an unknown download) and 405, 429 (the key over its ``rate`` or character quota, the decoder
+busy; with ``Retry-After``), 500 (translation failed or the model is unavailable). A file's characters count against
+its key's quota once it is translated.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from handler.api.compat.libretranslate_routes import DOWNLOAD_PREFIX, LIBRETRANS
 from handler.api.compat.libretranslate_shapes import TARGET
 from handler.api.keys import ApiKeys, presented_key
 from handler.api.messages import ErrorShape, error_headers, read_json, status_for
+from handler.api.quotas import Measured, Quotas
 from handler.api.shapes import read_shape, takes_files
 from handler.coldstart import Startup
 from handler.config import ENV_API_KEYS
@@ -79,7 +85,10 @@ if TYPE_CHECKING:  # the answers' types, for mypy: their module is imported when
         LibreTranslateLanguage,
         LibreTranslateResponse,
         LibreTranslateSettings,
+        LibreTranslateUsage,
+        LibreTranslateUsageCount,
     )
+    from handler.service import TranslationService
 
 __all__ = ["LANGUAGES", "MAX_BODY_BYTES", "ROUTES", "LibreTranslateApi"]
 
@@ -118,12 +127,16 @@ class Call:
 
 
 class LibreTranslateApi:
-    def __init__(self, startup: Startup, state: Callable[[], StateLocation] | None = None) -> None:
-        """``state``: where translated files are kept (``handler.storage.state``); default: the local folder."""
+    def __init__(
+        self, startup: Startup, state: Callable[[], StateLocation] | None = None, quotas: Quotas | None = None
+    ) -> None:
+        """``state``: where translated files are kept (``handler.storage.state``); default: the local folder.
+        ``quotas``: the keys' usage and limits (``handler.api.quotas``; default: this configuration's)."""
         self.startup = startup
         config = startup.config
         self.files = TranslatedFiles(state or (lambda: local_state(config)))
         self.keys = ApiKeys.of(startup.config.api_keys)
+        self.quotas = quotas or Quotas(config)
         self.routes = ROUTES
         self._openapi: dict[str, Any] | None = None
 
@@ -189,6 +202,8 @@ class LibreTranslateApi:
                 fields = read_fields(request, MAX_BODY_BYTES, files if takes_files(route.shape) else None)
                 if route.auth:
                     self._check_key(request, fields)
+                    if route.handler != "usage":  # reading its usage is not a request against the key's rate
+                        self.quotas.count_request(presented_key(request.headers, fields.text("api_key")))
                 if route.shape is not None:
                     values = read_shape(route.shape, fields, self.startup.config, files)
             answer: HttpResponse = getattr(self, "_" + route.handler)(
@@ -285,6 +300,7 @@ class LibreTranslateApi:
         encoding = (request.encoding or "").strip() or None  # this server's extension, as on /v2/document
         options = TranslateOptions(source=canonical_variant(request.source))
         translated = translate_file(uploaded.data, name, service, options, deadline=deadline, encoding=encoding)
+        self.quotas.record(self._key(call), translated.source.characters)  # counted once done: a file's own count
         download_name = self.files.put(name, translated.data)
         url: LibreTranslateFileUrl = {"translatedFileUrl": f"{_base_url(call.request)}{DOWNLOAD_PREFIX}{download_name}"}
         return json_response(200, url)
@@ -319,17 +335,12 @@ class LibreTranslateApi:
         others: list[list[str]] = []
         config = self.startup.config
         deadline = time.monotonic() + config.event_timeout_s - config.deadline_margin_s
-        for group in _groups(texts, config.max_chars):  # each text within charLimit; the service's total per call
-            if time.monotonic() >= deadline:
-                raise DeadlineExceededError(
-                    f"out of time after {len(translations)} of {len(texts)} texts; send fewer or shorter texts"
-                )
-            if request.alternatives:
-                found = service.translate_alternatives(group, options, request.alternatives)
-                translations += [item.text for item in found]
-                others += [list(item.alternatives) for item in found]
-            else:
-                translations += service.translate_many(group, options)
+        charge = self.quotas.charge(self._key(call), sum(len(text) for text in texts))  # 429 past the key's quota
+        try:
+            self._translate_groups(texts, request.alternatives, service, options, deadline, translations, others)
+        except TranslatorError:
+            charge.refund()
+            raise
         result: LibreTranslateResponse = {"translatedText": translations if is_list else translations[0]}
         if variant == "auto":  # each text's, as /detect tells it
             detected = [self._detection(text) for text in texts]
@@ -337,6 +348,45 @@ class LibreTranslateApi:
         if request.alternatives:
             result["alternatives"] = others if is_list else others[0]
         return json_response(200, result)
+
+    def _translate_groups(
+        self,
+        texts: list[str],
+        alternatives: int,
+        service: TranslationService,
+        options: TranslateOptions,
+        deadline: float,
+        translations: list[str],
+        others: list[list[str]],
+    ) -> None:
+        """``texts`` translated into ``translations`` (and ``others``, with alternatives), a group at a time."""
+        for group in _groups(texts, self.startup.config.max_chars):  # each text within charLimit; the service's total
+            if time.monotonic() >= deadline:
+                raise DeadlineExceededError(
+                    f"out of time after {len(translations)} of {len(texts)} texts; send fewer or shorter texts"
+                )
+            if alternatives:
+                found = service.translate_alternatives(group, options, alternatives)
+                translations += [item.text for item in found]
+                others += [list(item.alternatives) for item in found]
+            else:
+                translations += service.translate_many(group, options)
+
+    def _key(self, call: Call) -> str | None:
+        """The key the call presented (checked before)."""
+        return presented_key(call.request.headers, call.fields.text("api_key") if call.fields else None)
+
+    def _usage(self, call: Call) -> HttpResponse:
+        """The calling key's usage this period: its characters and, with a ``rate``, its requests."""
+        counted = self.quotas.usage(self._key(call))
+        if counted is None:
+            raise ApiStatus(400, f"usage is counted per API key, and this server has none ({ENV_API_KEYS} is not set)")
+        usage: LibreTranslateUsage = {"characters": _usage_count(counted.characters)}
+        if counted.name:
+            usage["name"] = counted.name
+        if counted.requests is not None:
+            usage["requests"] = _usage_count(counted.requests)
+        return json_response(200, usage)
 
 
 def _base_url(request: HttpRequest) -> str:
@@ -361,6 +411,15 @@ def _groups(texts: list[str], max_chars: int) -> list[list[str]]:
         groups[-1].append(text)
         size += len(text)
     return groups
+
+
+def _usage_count(measured: Measured) -> LibreTranslateUsageCount:
+    return {
+        "used": measured.used,
+        "limit": measured.limit,
+        "period": measured.period,
+        "resetsIn": measured.resets_in_s,
+    }
 
 
 def _error(text: str) -> LibreTranslateError:

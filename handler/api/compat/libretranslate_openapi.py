@@ -65,6 +65,19 @@ class LibreTranslateFileUrl(TypedDict):
     translatedFileUrl: str
 
 
+class LibreTranslateUsageCount(TypedDict):
+    used: Annotated[int, "this period's, across every instance"]
+    limit: Annotated[int | None, "the key's limit per period; null: none"]
+    period: Literal["second", "minute", "hour", "day", "month"]
+    resetsIn: Annotated[int, "seconds until the period ends (UTC calendar periods)"]
+
+
+class LibreTranslateUsage(TypedDict):
+    name: NotRequired[Annotated[str, "the key's name in TRANSLATE_API_KEYS (name=), when it has one"]]
+    characters: Annotated[LibreTranslateUsageCount, "characters translated (chars=; without it: per month)"]
+    requests: NotRequired[Annotated[LibreTranslateUsageCount, "requests sent, with a rate= limit"]]
+
+
 def libretranslate_schemas() -> dict[str, Any]:
     """LibreTranslate's response schemas, by the answers' names."""
     return answer_schemas(
@@ -75,4 +88,5 @@ def libretranslate_schemas() -> dict[str, Any]:
         LibreTranslateHealth,
         LibreTranslateError,
         LibreTranslateFileUrl,
+        LibreTranslateUsage,
     )

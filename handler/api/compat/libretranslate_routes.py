@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from handler.api.compat.libretranslate_shapes import LibreTranslateFile, LibreTranslateQuery, LibreTranslateRequest
+from handler.api.compat.libretranslate_shapes import (
+    LibreTranslateFile,
+    LibreTranslateKeyQuery,
+    LibreTranslateQuery,
+    LibreTranslateRequest,
+)
 from handler.api.describe import file_response, ref, response
 from handler.api.routes import PathParameter, Route, RouteTable
 from handler.api.shapes import FORM_MEDIA, JSON_MEDIA, MULTIPART_MEDIA
@@ -21,6 +26,7 @@ ERROR_SCHEMA = "LibreTranslateError"  # handler.api.compat.libretranslate_openap
 COMMON_ERRORS = {
     "400": "a bad or too large request, an unsupported language, no api_key where one is needed",
     "403": "api_key invalid (TRANSLATE_API_KEYS is set)",
+    "429": "the key is over its rate or its character quota (Retry-After: seconds to the next period)",
     "500": "translation failed or the model is unavailable",
 }
 BODY = (JSON_MEDIA, FORM_MEDIA)
@@ -48,6 +54,7 @@ _TRANSLATE_FILE_RESPONSES = {
     "400": _error("no file, an unsupported format (the message lists them) or language, a corrupt file"),
     **errors("403"),
     "413": _error("the file is over TRANSLATE_MAX_FILE_BYTES"),
+    **errors("429"),
     "500": _error("translation failed, out of time, or the model is unavailable"),
 }
 _DOWNLOAD_RESPONSES = {
@@ -74,7 +81,7 @@ LIBRETRANSLATE_ROUTES = RouteTable(
         Route("POST", "/detect", "detect", "libretranslateDetect",
               "LibreTranslate: detect the Chinese variant (zh-Hans or zh-Hant) of q",
               {"200": response("the detection", {"type": "array", "items": ref("LibreTranslateDetection")}),
-               **errors("400", "403", "500")},
+               **errors("400", "403", "429", "500")},
               LibreTranslateQuery, BODY),
         Route("GET", "/languages", "languages", "libretranslateLanguages",
               "LibreTranslate: the language pairs (zh-Hans -> en, zh-Hant -> en)",
@@ -90,6 +97,13 @@ LIBRETRANSLATE_ROUTES = RouteTable(
         Route("GET", DOWNLOAD_PREFIX + "{filename}", "download", "libretranslateDownloadFile",
               "LibreTranslate: a translated file, by the name translatedFileUrl gives (its token: the credential)",
               _DOWNLOAD_RESPONSES, auth=False, reads=False),
+        Route("GET", "/usage", "usage", "libretranslateUsage",
+              "this server's: the calling key's characters and requests this period and its limits (LibreTranslate "
+              "has no such route)",
+              {"200": response("the key's usage", ref("LibreTranslateUsage")),
+               "400": _error("no usage is counted: TRANSLATE_API_KEYS is not set (or no api_key given)"),
+               **errors("403")},
+              LibreTranslateKeyQuery),
         Route("GET", "/health", "health", "libretranslateHealth",
               'LibreTranslate: whether the server can translate ({"status": "ok"}); open without a key',
               {"200": response("healthy", ref("LibreTranslateHealth")),

@@ -111,6 +111,12 @@ class LibreTranslateQuery(Shape):
     api_key: str | None = param(_api_key())
 
 
+class LibreTranslateKeyQuery(Shape):
+    """``GET /usage`` (this server's): nothing but the key; other fields are ignored."""
+
+    api_key: str | None = param(_api_key())
+
+
 def _last_segment(name: str) -> str:
     """A file's name as LibreTranslate keeps it: the last segment of the name its part gives, without white space."""
     return name.replace("\\", "/").rsplit("/", 1)[-1].strip()
