@@ -41,6 +41,7 @@
 #          infra/gcp/deploy.sh env DIR      write the entry points' env files into DIR (a printed command)
 #          infra/gcp/deploy.sh alerts DIR   write the alert policies (JSON) into DIR (a printed command)
 #          infra/gcp/deploy.sh usage-store DIR URL   set the HTTP env file's TRANSLATE_USAGE_STORE in DIR (printed)
+#          infra/gcp/deploy.sh log-metrics DIR   write the log-based metrics (JSON) into DIR (a printed command)
 # `print` prints exactly the commands `deploy` runs (one list, infra/commands.sh): a header naming the variables
 # they need (those not given show as <NAME>), the demo bundle's licence notice, then bash lines to run from the
 # repository root: STAGE_DIR (given, or a new temporary folder), the staging of the source or the env files (with
