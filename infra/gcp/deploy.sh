@@ -90,6 +90,9 @@ RUNTIME="python311"            # the Python of requirements/runtime-gcp.txt
 MEMORY="2Gi"
 CPU="1"
 HTTP_TIMEOUT="300s"
+# requests one HTTP instance serves at once, and gunicorn's threads to hold them: the process's one decoder batches
+# them together; past this the platform starts another instance instead of queueing (docs/deployment.md, measured)
+HTTP_CONCURRENCY="${HTTP_CONCURRENCY:-16}"
 FILES_TIMEOUT_S=540            # the longest a 2nd gen event-driven function may run
 FILES_TIMEOUT="${FILES_TIMEOUT_S}s"
 FINALIZED="google.cloud.storage.object.v1.finalized"
@@ -112,6 +115,8 @@ FAMILY="$(bundle_family "$SHIPPED")" || exit 2
 [[ "$MAX_EVENT_AGE" =~ ^[0-9]+[smhd]$ ]] || die "MAX_EVENT_AGE must be a duration such as 6h, 30m or 7d; got '$MAX_EVENT_AGE'"
 [[ "$FILE_INSTANCES" =~ ^[1-9][0-9]*$ && "$PART_INSTANCES" =~ ^[1-9][0-9]*$ ]] \
     || die "FILE_INSTANCES and PART_INSTANCES must be positive numbers"
+[[ "$HTTP_CONCURRENCY" =~ ^[1-9][0-9]*$ ]] && (( HTTP_CONCURRENCY <= 1000 )) \
+    || die "HTTP_CONCURRENCY must be a number from 1 to 1000 (Cloud Run's and Cloud Functions' limits); got '$HTTP_CONCURRENCY'"
 [[ "$USAGE_REDIS" == 0 || "$USAGE_REDIS" == 1 ]] || die "USAGE_REDIS must be 0 or 1; got '$USAGE_REDIS'"
 [[ -z "$EMAIL" || "$EMAIL" =~ ^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]+$ ]] \
     || die "ALERT_EMAIL must be one e-mail address; got '$EMAIL'"
@@ -146,6 +151,7 @@ env_files() {  # DIR: the runtime settings of the HTTP entry point and of the tw
         printf 'TRANSLATE_DOCUMENT_BUCKET: "%s"\n' "$INPUT"  # uploaded documents, translated by the files function
         printf 'TRANSLATE_EVENT_TIMEOUT_S: "%s"\n' "${HTTP_TIMEOUT%s}"  # /translate_file's time: the --timeout
         printf 'TRANSLATE_REQUEST_TIMEOUT_S: "%s"\n' "${HTTP_TIMEOUT%s}"  # every request's deadline: the --timeout
+        printf 'THREADS: "%s"\n' "$HTTP_CONCURRENCY"  # functions-framework's gunicorn threads: one per request at once
     } > "$dir/env-http.yaml"
     {
         cat "$REPO_ROOT/infra/gcp/env.yaml"
@@ -422,7 +428,7 @@ run gcloud projects add-iam-policy-binding "$PROJECT" --member "serviceAccount:$
 event_service() {  # SUFFIX BUCKET INSTANCES: a Cloud Run event service, who may invoke it, its Eventarc trigger
     local service="$NAME-$1"
     run gcloud run deploy "$service" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" --no-allow-unauthenticated \
-        --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$3" \
+        --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$3" --concurrency 1 \
         --service-account "$SA" --env-vars-file "\$STAGE_DIR/env-run-$1.yaml"
     run gcloud run services add-iam-policy-binding "$service" --project "$PROJECT" --region "$REGION" \
         --member "serviceAccount:$SA" --role roles/run.invoker
@@ -463,7 +469,7 @@ usage_store_env
 note "5. the HTTP function (source: main.py, handler/, model_artifacts/default/, requirements.txt)"
 run gcloud functions deploy "$NAME" --gen2 --project "$PROJECT" --region "$REGION" --runtime "$RUNTIME" \
     --source '$STAGE_DIR/source' --entry-point translate_http --trigger-http "$PUBLIC_FLAG" \
-    --memory "$MEMORY" --cpu "$CPU" --timeout "$HTTP_TIMEOUT" \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$HTTP_TIMEOUT" --concurrency "$HTTP_CONCURRENCY" \
     --service-account "$SA" --env-vars-file '$STAGE_DIR/env-http.yaml' "${USAGE_FLAGS[@]}"
 
 note "6. the file function: uploads to gs://$INPUT are translated into gs://$OUTPUT"
@@ -471,7 +477,7 @@ run gcloud functions deploy "$NAME-files" --gen2 --project "$PROJECT" --region "
     --source '$STAGE_DIR/source' --entry-point translate_storage_event \
     --trigger-event-filters "type=$FINALIZED" --trigger-event-filters "bucket=$INPUT" --trigger-location "$REGION" \
     --trigger-service-account "$SA" --retry \
-    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$FILE_INSTANCES" \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$FILE_INSTANCES" --concurrency 1 \
     --service-account "$SA" --env-vars-file '$STAGE_DIR/env-files.yaml'
 run gcloud functions add-invoker-policy-binding "$NAME-files" --project "$PROJECT" --region "$REGION" \
     --member "serviceAccount:$SA"
@@ -481,7 +487,7 @@ run gcloud functions deploy "$NAME-parts" --gen2 --project "$PROJECT" --region "
     --source '$STAGE_DIR/source' --entry-point translate_part_event \
     --trigger-event-filters "type=$FINALIZED" --trigger-event-filters "bucket=$OUTPUT" --trigger-location "$REGION" \
     --trigger-service-account "$SA" --retry \
-    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$PART_INSTANCES" \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$FILES_TIMEOUT" --max-instances "$PART_INSTANCES" --concurrency 1 \
     --service-account "$SA" --env-vars-file '$STAGE_DIR/env-files.yaml'
 run gcloud functions add-invoker-policy-binding "$NAME-parts" --project "$PROJECT" --region "$REGION" \
     --member "serviceAccount:$SA"
@@ -503,7 +509,7 @@ run "PLATFORM=run" "GCP_PROJECT=$PROJECT" "INPUT_BUCKET=$INPUT" "OUTPUT_BUCKET=$
 usage_store_env
 note "5. the HTTP service (FUNCTION_TARGET=translate_http)"
 run gcloud run deploy "$NAME" --project "$PROJECT" --region "$REGION" --image "$IMAGE_URI" "$PUBLIC_FLAG" \
-    --memory "$MEMORY" --cpu "$CPU" --timeout "$HTTP_TIMEOUT" \
+    --memory "$MEMORY" --cpu "$CPU" --timeout "$HTTP_TIMEOUT" --concurrency "$HTTP_CONCURRENCY" \
     --service-account "$SA" --env-vars-file '$STAGE_DIR/env-run-http.yaml' "${USAGE_FLAGS[@]}"
 
 note "6. the file service: uploads to gs://$INPUT are translated into gs://$OUTPUT (FUNCTION_TARGET=translate_storage_event)"

@@ -740,6 +740,43 @@ def test_cloud_run_http_service_deadline_is_its_timeout(tmp_path: Path) -> None:
     assert RuntimeConfig.from_env(http_env).request_deadline(0.0) == 300 - RuntimeConfig().deadline_margin_s
 
 
+@pytest.mark.parametrize("platform", ["functions", "run"])
+@pytest.mark.parametrize("concurrency", [None, "40"])
+def test_gcp_http_instances_take_concurrent_requests_with_a_thread_each_and_events_one_at_a_time(
+    tmp_path: Path, platform: str, concurrency: str | None
+) -> None:
+    # the HTTP function or service takes HTTP_CONCURRENCY requests at once (16 by default: docs/deployment.md), and
+    # its gunicorn gets a thread for each (functions-framework reads THREADS), or the extra ones would wait unseen
+    # by the decoder's back-pressure; a file or part event is a whole document: one an instance
+    environ = {
+        "PATH": "/usr/bin:/bin",
+        "PLATFORM": platform,
+        "GCP_PROJECT": "p",
+        "INPUT_BUCKET": "a",
+        "OUTPUT_BUCKET": "b",
+    }
+    if concurrency:
+        environ["HTTP_CONCURRENCY"] = concurrency
+    expected = concurrency or "16"
+    written = subprocess.run(
+        ["bash", str(GCP_DEPLOY), "env", str(tmp_path)], capture_output=True, text=True, env=environ
+    )
+    assert written.returncode == 0, written.stderr
+    http_env = yaml.safe_load((tmp_path / ("env-run-http.yaml" if platform == "run" else "env-http.yaml")).read_text())
+    assert http_env["THREADS"] == expected
+    printed = subprocess.run(["bash", str(GCP_DEPLOY), "print"], capture_output=True, text=True, env=environ).stdout
+    deploys = [shlex.split(line) for line in printed.splitlines() if " deploy " in line and line.startswith("gcloud ")]
+    concurrencies = {_flags(command).get("--concurrency", ["(none)"])[0] for command in deploys[1:]}
+    assert _flags(deploys[0])["--concurrency"] == [expected]  # the first deployed is the HTTP one
+    assert len(deploys) == 3 and concurrencies == {"1"}
+
+
+@pytest.mark.parametrize("value", ["0", "1001", "many", "-4"])
+def test_gcp_deploy_refuses_an_http_concurrency_the_platforms_refuse(value: str) -> None:
+    refused = _deploy_print(GCP_PROJECT="p", INPUT_BUCKET="a", OUTPUT_BUCKET="b", HTTP_CONCURRENCY=value)
+    assert refused.returncode == 2 and "HTTP_CONCURRENCY must be a number from 1 to 1000" in refused.stderr
+
+
 def test_gcp_staged_source_holds_the_cloudrun_image_files(tmp_path: Path, tiny_bundle_dir: Path) -> None:
     # a copy of the repository's deployable parts, with a test bundle as model_artifacts/default
     repo = tmp_path / "repo"
