@@ -26,7 +26,7 @@ ERROR_SCHEMA = "LibreTranslateError"  # handler.api.compat.libretranslate_openap
 COMMON_ERRORS = {
     "400": "a bad or too large request, an unsupported language, no api_key where one is needed",
     "403": "api_key invalid (TRANSLATE_API_KEYS is set)",
-    "429": "the key is over its rate or its character quota (Retry-After: seconds to the next period)",
+    "429": "the key is over its rate or its character quota, or the decoder is busy (Retry-After: seconds to wait)",
     "500": "translation failed or the model is unavailable",
 }
 BODY = (JSON_MEDIA, FORM_MEDIA)
