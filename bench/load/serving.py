@@ -324,22 +324,19 @@ def sweep_bundle(bundle: str, bundle_dir: Path, args: argparse.Namespace, log_di
 
 
 def table(points: list[Measured], bundle: str, kind: str, keys: list[str]) -> list[str]:
-    """A markdown table: a row per number of clients, a column per server (what was measured only)."""
+    """A markdown table: a row per number of clients, a column per server (what was measured only), and the
+    machine's load average as each server's point ended."""
     chosen = [p for p in points if p.bundle == bundle and p.kind == kind]
     if not chosen:
         return []
-    header = (
-        "| clients | "
-        + " | ".join(f"{key}: chars/s (x 1 client), p50 / p95 / p99 ms, refused/errors, RSS peak" for key in keys)
-        + " |"
-    )
-    lines = [f"{bundle}, {kind}:", "", header, "|---|" + "---|" * len(keys)]
+    figures = "chars/s (x 1 client), p50 / p95 / p99 ms, refused/errors, RSS peak"
+    header = "| clients | " + " | ".join(f"{key}: {figures}" for key in keys) + " | load average |"
+    lines = [f"{bundle}, {kind}:", "", header, "|---|" + "---|" * (len(keys) + 1)]
     for clients in sorted({p.clients for p in chosen}):
-        cells = []
-        for key in keys:
-            point = next((p for p in chosen if p.server == key and p.clients == clients), None)
-            cells.append(table_cell(point.figures) if point else "not measured")
-        lines.append(f"| {clients} | " + " | ".join(cells) + " |")
+        row = [next((p for p in chosen if p.server == key and p.clients == clients), None) for key in keys]
+        cells = [table_cell(point.figures) if point else "not measured" for point in row]
+        loads = [f"{point.figures['load_average']:.1f}" for point in row if point and "load_average" in point.figures]
+        lines.append(f"| {clients} | " + " | ".join(cells) + f" | {' / '.join(loads)} |")
     return [*lines, ""]
 
 
