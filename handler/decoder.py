@@ -28,11 +28,14 @@ the same settings. A short request arriving while a long document decodes theref
 under way to end and is in the next one.
 
 **Back-pressure.** The decoder measures its speed on finished batches (``ThroughputMeter``; time counted once while
-batches overlap) and knows the work queued. A request whose own work, behind the queue, cannot end before its
-deadline is refused at once (``DeadlineExceededError``, as before: naming the ways out); when the queue alone holds
-more than ``max_queue_s`` seconds of work at the measured speed, a request is refused with ``ServerBusyError`` (429,
-with the seconds after which to retry). A request that stops waiting (a client that hung up, a closed stream, an
-error) takes its waiting inputs out of the queue, unless another request waits for them too.
+batches overlap) and knows the work queued. The work ahead of a new request is what the turns decode before it ends:
+the batches under way, and of each waiting request its remaining work, but no more than the new request's own plus a
+batch (a long document queued delays a short request by about a batch, not by its whole length). A request whose own
+work and the work ahead cannot end before its deadline is refused at once (``DeadlineExceededError``, as before:
+naming the ways out); when the work ahead holds more than ``max_queue_s`` seconds at the measured speed, a request
+is refused with ``ServerBusyError`` (429, with the seconds after which to retry). A request that stops waiting (a
+client that hung up, a closed stream, an error) takes its waiting inputs out of the queue, unless another request
+waits for them too.
 """
 
 from __future__ import annotations
@@ -224,6 +227,7 @@ class Decoder:
         self._under_way = 0  # batches being searched
         self._live = 0  # rows of the batches under way not yet answered
         self._charged_until = 0.0  # time.perf_counter() up to which decoding time is in the throughput meter
+        self._batch_work = 0.0  # a batch's work, recent batches weighing more (SPEED_MEMORY): a turn's length
         self._last_batch_end = 0.0  # time.monotonic() when the last batch ended
         self._last_batch_jobs = 0  # how many requests it answered
         self._closing = False  # the process exits: no batch starts
@@ -304,10 +308,10 @@ class Decoder:
         with self._condition:
             self._refuse_when_full()
 
-    def _refuse_when_full(self) -> float | None:
-        """The seconds of work queued ahead (None before any batch was measured); ``ServerBusyError`` past the
-        budget (called with the condition held)."""
-        ahead = self.throughput.seconds_for(self._queued_work())
+    def _refuse_when_full(self, work: float = 0.0) -> float | None:
+        """The seconds of other work decoded before a new job of ``work`` ends (``_work_ahead``; None before any
+        batch was measured); ``ServerBusyError`` past the queue's budget (called with the condition held)."""
+        ahead = self.throughput.seconds_for(self._work_ahead(work))
         if ahead is not None and ahead > self.max_queue_s:
             retry = max(1, round(ahead - self.max_queue_s))
             raise ServerBusyError(
@@ -318,15 +322,15 @@ class Decoder:
         return ahead
 
     def _admit(self, job: Job, work: float) -> None:
-        """Refuse at once what cannot be done: the queue past its budget (429), or the job's work, behind the
-        queue, past its deadline (called with the condition held)."""
-        ahead = self._refuse_when_full()
+        """Refuse at once what cannot be done: the work ahead past the queue's budget (429), or the job's own work
+        and the work ahead of it past its deadline (called with the condition held)."""
+        ahead = self._refuse_when_full(work)
         if job.deadline is None or not job.refuse_early:
             return
         left = job.deadline - time.monotonic()
         if left <= 0:
             raise DeadlineExceededError("the deadline passed before the translation began; nothing was translated")
-        needed = self.throughput.seconds_for(self._queued_work() + work)
+        needed = self.throughput.seconds_for(self._work_ahead(work) + work)
         if needed is not None and needed > left:
             queued = f" (with the {ahead:,.1f} s of work queued ahead of it)" if ahead else ""
             raise DeadlineExceededError(
@@ -334,10 +338,19 @@ class Decoder:
                 "left before the deadline; nothing was translated"
             )
 
-    def _queued_work(self) -> float:
-        """The work queued and under way, in source tokens times beams."""
-        waiting = [*self._queue.values(), *self._decoding.values()]
-        return float(sum(w.key.beam_size * len(w.ids) for w in waiting))
+    def _work_ahead(self, work: float) -> float:
+        """The work the decoder does before a new job of ``work`` (source tokens times beams) ends, besides that
+        job's own, as the turns share it out: the batches under way, and of each waiting job its remaining work, but
+        no more than the new job's own plus a batch (requests take turns batch by batch, so a long document queued
+        delays a short request by about a batch, not by the whole document). Counting the whole queue instead
+        refused every short request while one long one waited."""
+        under_way = sum(w.key.beam_size * len(w.ids) for w in self._decoding.values())
+        share = work + self._batch_work
+        ahead = float(under_way)
+        for ticket in self._tickets:
+            queued = [w for w in ticket.waiting.values() if (w.key, w.text) in self._queue]
+            ahead += min(float(sum(w.key.beam_size * len(w.ids) for w in queued)), share)
+        return ahead
 
     def _next_answer(self, ticket: _Ticket) -> int | None:
         """The characters the next batch answered for the ticket, waiting for it; None when it has all its inputs;
@@ -566,6 +579,7 @@ class Decoder:
         now = time.perf_counter()
         if key is not None:
             self.throughput.record(max(0.0, now - self._charged_until), work)
+            self._batch_work = work if not self.batches else SPEED_MEMORY * self._batch_work + (1 - SPEED_MEMORY) * work
             self.batches += 1
             self._last_batch_end = time.monotonic()
             self._last_batch_jobs = jobs

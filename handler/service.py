@@ -612,7 +612,9 @@ class TranslationService:
             row_bytes=lambda width: kv_cache_bytes_per_row(
                 self._spec.decoder_layers, self._spec.d_model, width, self._max_new_tokens(width, key.max_length_ratio)
             ),
-            max_bytes=LARGE_MODEL_KV_CACHE_BUDGET_BYTES if self.model.model.lean else KV_CACHE_BUDGET_BYTES,
+            # the budget bounds the process: batches under way at once share it
+            max_bytes=(LARGE_MODEL_KV_CACHE_BUDGET_BYTES if self.model.model.lean else KV_CACHE_BUDGET_BYTES)
+            // self.decoder.workers,
         )
 
     def max_new_tokens(self, source_tokens: int, options: TranslateOptions) -> int:

@@ -206,6 +206,40 @@ def test_a_full_queue_refuses_at_once_with_the_time_to_retry() -> None:
 
 
 @needs_shipped_bundle
+def test_a_long_document_queued_does_not_make_short_requests_refused() -> None:
+    # a document of far more than the 5 s queue's work waits behind its first batch; a short request then takes its
+    # turn after about a batch, so it is admitted and answered, not refused for the document's whole length
+    shared = service(max_queue_s=5.0, batch_tokens=256, decode_streams=1)
+    release = threading.Event()
+    after_each_batch(shared, lambda rows: release.wait(10))
+    shared.throughput.record(seconds=0.01, work=1.0)  # measured: 10 ms per token and beam
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        document = pool.submit(shared.translate_document, "".join(dev_sentences(200)))  # thousands of tokens
+        time.sleep(0.5)
+        queued = shared.throughput.seconds_for(sum(4 * len(w.ids) for w in shared.decoder._queue.values()))
+        assert queued is not None and queued > 10 * shared.decoder.max_queue_s, "the document's queue is long"
+        try:
+            answers = shared.decoder.decode(["你好。"], Job(SearchKey(4, None, 1.5, True)))  # admitted
+        finally:
+            release.set()
+        with answers:
+            assert sum(answers) == len("你好。")
+        document.result()
+    with pytest.raises(ServerBusyError):  # and the rule still refuses: a batch of minutes under way, 5 s allowed
+        shared.throughput.record(seconds=1000.0, work=1.0)
+        pool = ThreadPoolExecutor(max_workers=1)
+        release.clear()
+        holding = pool.submit(shared.translate, "".join(dev_sentences(3)))
+        time.sleep(0.3)
+        try:
+            shared.translate("你好。")
+        finally:
+            release.set()
+            holding.result()
+            pool.shutdown()
+
+
+@needs_shipped_bundle
 def test_a_request_that_stops_waiting_leaves_the_queue() -> None:
     shared = service(decode_streams=1)  # one worker: the first request holds it
     release = threading.Event()
