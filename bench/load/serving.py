@@ -80,6 +80,7 @@ ONE_SENTENCE_MIX = SizeMix("one dev sentence a request", (SizeClass(SENTENCE, 1)
 MIXES = {ONE_SENTENCE: ONE_SENTENCE_MIX, LOAD_MIX_KIND: LOAD_MIX}
 CLIENTS = (1, 4, 8, 16, 64)
 REQUESTS, MIX_REQUESTS, WARMUP_REQUESTS = 200, 100, 4
+THREADS = 16  # gunicorn threads: make run's (infra/local/run.sh) and the Google Cloud HTTP services' (HTTP_CONCURRENCY)
 QUICK = {"clients": (1, 4), "requests": 6, "mix_requests": 6, "max_chars": 300}
 RSS_INTERVAL_S = 0.5
 # the load test's peak RSS of the gunicorn worker on the current runtime (docs/loadtest.md), for the 64-client goal
@@ -172,7 +173,9 @@ class Lineup:
 
 
 def runtime_settings(args: argparse.Namespace) -> dict[str, str]:
-    settings = {} if args.translation_memory else {"TRANSLATE_MEMORY_BYTES": "0"}
+    """This runtime's servers' settings: gunicorn's threads (every server alike), the memory, the limit."""
+    settings = {"THREADS": str(args.threads)}
+    settings |= {} if args.translation_memory else {"TRANSLATE_MEMORY_BYTES": "0"}
     return settings | ({"TRANSLATE_MAX_CHARS": str(args.max_chars)} if args.max_chars else {})
 
 
@@ -198,6 +201,7 @@ def start_one(
             "BENCH_CT2_MODEL_DIR": str(model),
             "BENCH_CT2_BUNDLE_DIR": str(bundle_dir),
             "BENCH_CT2_MAX_CHARS": str(limit),
+            "THREADS": str(args.threads),  # the same gunicorn threads as this runtime's servers
         }
         function = ServedFunction.start_app(args.ctranslate2_venv, servers.CT2_SERVER, "serve", env, log)
         health = function.health()
@@ -373,6 +377,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=REQUESTS, help="one-sentence requests a point")
     parser.add_argument("--mix-requests", type=int, default=MIX_REQUESTS, help="load-mix requests a point")
     parser.add_argument("--max-chars", type=int, help="TRANSLATE_MAX_CHARS for every server (default: its default)")
+    parser.add_argument(
+        "--threads", type=int, default=THREADS, help=f"gunicorn's threads in every server (make run's: {THREADS})"
+    )
     parser.add_argument("--baseline-commit", default=servers.BASELINE_COMMIT, help="the per-request decoding's commit")
     parser.add_argument("--translation-memory", action="store_true", help="keep this runtime's translation memory on")
     parser.add_argument("--previous-peak-mb", type=float, help="the 64-client goal's previous peak RSS")

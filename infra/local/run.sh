@@ -78,6 +78,9 @@ log.info(
            "cold_start": cold_start},
 )
 PY
+# gunicorn's threads: requests served at once, whose sentences the process's one decoder batches together (16, as
+# the Google Cloud HTTP services' HTTP_CONCURRENCY: docs/deployment.md; functions-framework's own default is 4 a CPU)
+export THREADS="${THREADS:-16}"
 # glibc gives each of the server's threads its own heap unless told otherwise (8 threads: worker RSS ~167 -> ~125 MB)
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 # functions-framework's server with a keep-alive longer than any client's idle timeout (handler/adapters/gunicorn_server.py)
