@@ -167,7 +167,7 @@ def test_without_keys_nothing_is_counted_and_usage_is_the_instances(startup: Sta
     for _ in range(3):
         assert deepl_v2(api, "any", CHINESE).status == 200
     assert payload(call(api, "GET", "/v2/usage")) == {"character_count": 15, "character_limit": CHARACTER_LIMIT}
-    assert call(api, "GET", "/usage").status == 400  # LibreTranslate's: nothing per key to report
+    assert call(api, "GET", "/usage").status == 403  # LibreTranslate's: nothing per key to report here
     assert not (tmp_path / "usage.sqlite3").exists()
 
 

@@ -242,13 +242,13 @@ def test_a_long_document_queued_does_not_make_short_requests_refused() -> None:
 @needs_shipped_bundle
 def test_a_request_that_stops_waiting_leaves_the_queue() -> None:
     shared = service(decode_streams=1)  # one worker: the first request holds it
-    release = threading.Event()
+    release, holding = threading.Event(), threading.Event()
     rows: list[int] = []
-    after_each_batch(shared, lambda batch: (rows.extend(map(len, batch)), release.wait(10)))
+    after_each_batch(shared, lambda batch: (rows.extend(map(len, batch)), holding.set(), release.wait(10)))
     sentences = dev_sentences(8)
     with ThreadPoolExecutor(max_workers=1) as pool:
         first = pool.submit(shared.translate, sentences[0])  # holds the decoder
-        time.sleep(0.3)
+        assert holding.wait(30), "the first request's batch never ended"
         key = SearchKey(4, None, 1.5, True)
         answers = shared.decoder.decode(sentences[1:], Job(key))
         assert not shared.decoder.idle()

@@ -380,7 +380,7 @@ class LibreTranslateApi:
         """The calling key's usage this period: its characters and, with a ``rate``, its requests."""
         counted = self.quotas.usage(self._key(call))
         if counted is None:
-            raise ApiStatus(400, f"usage is counted per API key, and this server has none ({ENV_API_KEYS} is not set)")
+            raise ApiStatus(403, f"usage is counted per API key, and this server has none ({ENV_API_KEYS} is not set)")
         usage: LibreTranslateUsage = {"characters": _usage_count(counted.characters)}
         if counted.name:
             usage["name"] = counted.name

@@ -101,8 +101,8 @@ LIBRETRANSLATE_ROUTES = RouteTable(
               "this server's: the calling key's characters and requests this period and its limits (LibreTranslate "
               "has no such route)",
               {"200": response("the key's usage", ref("LibreTranslateUsage")),
-               "400": _error("no usage is counted: TRANSLATE_API_KEYS is not set (or no api_key given)"),
-               **errors("403")},
+               "403": _error("api_key invalid, or this server has no keys (TRANSLATE_API_KEYS): nothing is counted "
+                             "per key")},
               LibreTranslateKeyQuery),
         Route("GET", "/health", "health", "libretranslateHealth",
               'LibreTranslate: whether the server can translate ({"status": "ok"}); open without a key',
