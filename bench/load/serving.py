@@ -417,9 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     for number in (signal.SIGINT, signal.SIGTERM):  # stop early, with the figures of what was done
         gevent.signal_handler(number, STOP.set)
     command = "python -m bench.load.serving " + " ".join(sys.argv[1:] if argv is None else argv)
-    threads = os.environ.get("THREADS") or f"{(os.cpu_count() or 1) * 4} (functions-framework's default)"
     header = [f"$ {command}", *environment_lines(args.server_venv)]
-    header.append(f"gunicorn: WORKERS {os.environ.get('WORKERS', '1')}, THREADS {threads}, for every server")
+    header.append(f"gunicorn: WORKERS {os.environ.get('WORKERS', '1')}, THREADS {args.threads}, for every server")
     print("\n".join(header), flush=True)
     began = time.monotonic()
     bundles = [(name, resolve_bundle(name)) for name in args.bundle]
