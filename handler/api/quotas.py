@@ -174,6 +174,24 @@ class Quotas:
             raise self._exceeded(entry, limit, added.total, characters, _seconds_until(current, now))
         return Charge(lambda: self._refund(counter, characters, _expiry(current)))
 
+    def require_left(self, key: str | None) -> None:
+        """``QuotaExceededError`` when ``key``'s ``chars`` quota has nothing left this period: a file, whose
+        characters are counted once it is done (``record``), is refused before its work begins."""
+        entry = self.entry(key)
+        limit = None if entry is None else entry.limit(CHARACTERS)
+        if entry is None or limit is None:
+            return
+        now = self._clock()
+        current = window(limit.period, now)
+        used = self.counters.total(_counter(entry, CHARACTERS, current))
+        if used >= limit.allowed:
+            wait = _seconds_until(current, now)
+            raise QuotaExceededError(
+                f"Quota exceeded: the key {_label(entry)} may translate {limit.allowed:,} characters per "
+                f"{limit.period} and has none left; the {limit.period} ends in {_duration(wait)} (Retry-After: {wait})",
+                wait,
+            )
+
     def record(self, key: str | None, characters: int) -> None:
         """``characters`` of finished work (a file's), added without a check."""
         entry = self.entry(key)

@@ -372,3 +372,28 @@ def test_a_files_characters_count_once_it_is_done(startup: Startup, tmp_path: Pa
 def payload_of(url: str, key: str) -> Any:
 
     return requests.get(f"{url}/usage", headers={"X-API-Key": key}, timeout=30).json()
+
+
+def test_a_file_is_refused_before_its_work_when_the_keys_characters_are_used_up(
+    startup: Startup, tmp_path: Path
+) -> None:
+    # a file's characters count once it is done, so the check before its work is whether any are left at all
+    text = "今天天气很好。我们去公园散步吧。"
+    api = keyed_api(startup, tmp_path / "state", keys=(f"{ALICE};chars=10/month",))
+    assert deepl_v2(api, ALICE, text[:10]).status == 200  # the month's 10 characters, spent
+    for url in serve(api):
+        refused = requests.post(
+            f"{url}/translate_file",
+            data={"source": "zh", "target": "en", "api_key": ALICE},
+            files={"file": ("notes.txt", text.encode())},
+            timeout=60,
+        )
+        assert refused.status_code == 429 and "has none left" in refused.json()["error"], refused.text
+        assert int(refused.headers["Retry-After"]) >= 1
+        source = tmp_path / "notes.txt"
+        source.write_bytes(text.encode())
+        with pytest.raises(deepl.QuotaExceededException, match="has none left"):  # DeepL's 456, at the upload
+            deepl.Translator(ALICE, server_url=url).translate_document_from_filepath(
+                source, tmp_path / "notes.en.txt", target_lang="EN-US"
+            )
+        assert payload_of(url, ALICE)["characters"]["used"] == 10  # nothing more was counted

@@ -346,6 +346,7 @@ class DeepLApi:
         if upload.glossary_id:  # it travels in the document's options, applied merged over the deployment's
             options["glossary"] = self.glossaries.glossary_for(upload.glossary_id, call.key).as_dict()
         self.startup.require_service()
+        self.quotas.require_left(call.key)  # 456 when the key's characters are used up: counted at the download
         encoding = (upload.encoding or "").strip() or None  # this server's extension: DeepL has no such field
         formality = upload.formality or None
         handle = self.documents.create(

@@ -296,6 +296,7 @@ class LibreTranslateApi:
                 "(TRANSLATE_MAX_FILE_BYTES)",
             )
         service = self.startup.require_service()
+        self.quotas.require_left(self._key(call))  # 429 when the key's characters are used up: counted once done
         deadline = time.monotonic() + config.event_timeout_s - config.deadline_margin_s
         encoding = (request.encoding or "").strip() or None  # this server's extension, as on /v2/document
         options = TranslateOptions(source=canonical_variant(request.source))
