@@ -34,12 +34,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import gevent.event
+import gevent
 import locust  # patches the standard library for gevent on import, before this module opens a socket or thread
-from locust import FastHttpUser, constant, task
-from locust.env import Environment
-from locust.exception import StopUser
 
+from bench.load.closed_loop import STOP, Reply, drive
 from bench.load.load_figures import (
     SETTLE_SAMPLES,
     Outcome,
@@ -59,8 +57,6 @@ SOAK_REQUESTS = 20_000
 CONCURRENCY = 8
 WARMUP_SHARE = 0.10
 MAX_GROWTH_MB = 30.0
-STOP = gevent.event.Event()  # set by SIGINT / SIGTERM: the current phase ends after the requests in flight
-REQUEST_TIMEOUT_S = 900.0  # a request at the limit waits behind up to concurrency - 1 others (one model, a lock)
 QUICK = {"requests": 40, "soak_requests": 40, "max_chars": 300}
 
 
@@ -71,73 +67,33 @@ def run_phase(
     name: str, base_url: str, worker_pid: int, texts: list[tuple[str, str]], mix: SizeMix, concurrency: int
 ) -> PhaseResult:
     """``texts`` posted by ``concurrency`` locust users at once, each taking the next text when it has an answer."""
-    pending = iter(enumerate(texts))
     outcomes: list[Outcome | None] = [None] * len(texts)
-    finished = gevent.event.Event()
-    counter = {"done": 0, "in_flight": 0}
+    done = [0]
     phase_began = time.perf_counter()
 
-    class TranslateUser(FastHttpUser):
-        host = base_url
-        wait_time = constant(0)
-        network_timeout = REQUEST_TIMEOUT_S
-        connection_timeout = 30.0
+    def on_reply(reply: Reply) -> None:
+        error = reply.error or check_answer(reply.status, reply.content)
+        outcomes[reply.index] = Outcome(reply.size_class, reply.characters, reply.seconds, error)
+        done[0] += 1
+        if done[0] % max(1, len(texts) // 10) == 0:
+            rss = sampler.samples[-1].rss_mb if sampler.samples else float("nan")
+            seconds = time.perf_counter() - phase_began
+            print(
+                f"   {name}: {done[0]:,} of {len(texts):,} done, {seconds:,.0f} s, "
+                f"errors {sum(o is not None and o.error is not None for o in outcomes)}, worker RSS {rss:.1f} MB",
+                flush=True,
+            )
 
-        @task
-        def translate(self) -> None:
-            try:
-                if STOP.is_set():
-                    raise StopIteration
-                index, (size_class, text) = next(pending)
-            except StopIteration:
-                raise StopUser() from None
-            counter["in_flight"] += 1
-            began = time.perf_counter()
-            error: str | None
-            try:
-                with self.client.post(
-                    "/translate", json={"text": text}, name=f"/translate [{size_class}]", catch_response=True
-                ) as response:
-                    error = check_answer(response.status_code, response.content)
-                    if response.status_code == 0:  # no HTTP answer: say what the connection did
-                        error = f"no HTTP answer: {response.error!r}"
-                    if error is None:
-                        response.success()
-                    else:
-                        response.failure(error)
-            except Exception as exception:  # noqa: BLE001 - every failure is counted and shown, never lost
-                error = f"{type(exception).__name__}: {exception}"
-            outcomes[index] = Outcome(size_class, len(text), time.perf_counter() - began, error)
-            counter["done"] += 1
-            counter["in_flight"] -= 1
-            if counter["done"] % max(1, len(texts) // 10) == 0:
-                rss = sampler.samples[-1].rss_mb if sampler.samples else float("nan")
-                seconds = time.perf_counter() - phase_began
-                print(
-                    f"   {name}: {counter['done']:,} of {len(texts):,} done, {seconds:,.0f} s, "
-                    f"errors {sum(o is not None and o.error is not None for o in outcomes)}, worker RSS {rss:.1f} MB",
-                    flush=True,
-                )
-            if counter["done"] == len(texts):
-                finished.set()
-
-    environment = Environment(user_classes=[TranslateUser])
-    runner = environment.create_local_runner()
-    sampler = RssSampler(worker_pid, lambda: counter["done"])
+    sampler = RssSampler(worker_pid, lambda: done[0])
     with sampler:
-        runner.start(concurrency, spawn_rate=concurrency)
-        gevent.wait([finished, STOP], count=1)
-        while STOP.is_set() and counter["in_flight"]:  # stopped early: let the requests on the wire finish
-            time.sleep(0.1)
-        wall_s = time.perf_counter() - phase_began
-        runner.quit()
+        wall_s = drive(base_url, texts, concurrency, on_reply)
         for _ in range(SETTLE_SAMPLES):
             time.sleep(1.0)
             sampler.sample()
-    done = [outcome for outcome in outcomes if outcome is not None]
-    if len(done) != len(texts) and not STOP.is_set():
-        raise RuntimeError(f"{name}: {len(texts) - len(done)} requests have no outcome")
-    return PhaseResult(name, mix.name, concurrency, done, wall_s, list(sampler.samples), planned=len(texts))
+    finished = [outcome for outcome in outcomes if outcome is not None]
+    if len(finished) != len(texts) and not STOP.is_set():
+        raise RuntimeError(f"{name}: {len(texts) - len(finished)} requests have no outcome")
+    return PhaseResult(name, mix.name, concurrency, finished, wall_s, list(sampler.samples), planned=len(texts))
 
 
 def format_phase(figures: dict[str, Any]) -> list[str]:

@@ -39,18 +39,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import gevent.event
+import gevent
 import locust  # noqa: F401 - patches the standard library for gevent on import, before any socket or thread
-from locust import FastHttpUser, constant, task
-from locust.env import Environment
-from locust.exception import StopUser
 
 from bench.load import serving_servers as servers
+from bench.load.closed_loop import STOP, Reply, drive
 from bench.load.load_mix import LOAD_MIX, SENTENCE, SizeClass, SizeMix, plan_texts
 from bench.load.loadtest import (
     DEFAULT_BUNDLE,
     RANDOM_OPUS,
-    REQUEST_TIMEOUT_S,
     default_server_venv,
     environment_lines,
     resolve_bundle,
@@ -88,7 +85,6 @@ PREVIOUS_PEAK_MB = {
     DEFAULT_BUNDLE: (191.0, "(docs/loadtest.md run 6)"),
     RANDOM_OPUS: (338.4, "(docs/loadtest.md run 7)"),
 }
-STOP = gevent.event.Event()  # set by SIGINT / SIGTERM: the current point ends after the requests in flight
 
 
 # --- one point: closed-loop clients -------------------------------------------------------------------------
@@ -99,54 +95,22 @@ def run_point(
 ) -> tuple[list[Answer], float, list[RssSample]]:
     """``texts`` posted by ``clients`` closed-loop clients (each sends its next when it has an answer): the answers
     (in the texts' order; fewer when stopped), the wall time from the first send to the last answer, RSS samples."""
-    pending = iter(enumerate(texts))
     answers: list[Answer | None] = [None] * len(texts)
-    finished = gevent.event.Event()
-    counter = {"done": 0, "in_flight": 0}
+    done = [0]
 
-    class Client(FastHttpUser):
-        host = base_url
-        wait_time = constant(0)
-        network_timeout = REQUEST_TIMEOUT_S
-        connection_timeout = 30.0
+    def on_reply(reply: Reply) -> None:
+        if reply.error is None:
+            verdict, detail, output_chars = judge(reply.status, reply.retry_after, reply.content)
+        else:
+            verdict, detail, output_chars = ERROR, reply.error, 0
+        answers[reply.index] = Answer(
+            reply.size_class, reply.characters, reply.seconds, verdict, reply.status, detail, output_chars
+        )
+        done[0] += 1
 
-        @task
-        def translate(self) -> None:
-            try:
-                if STOP.is_set():
-                    raise StopIteration
-                index, (size_class, text) = next(pending)
-            except StopIteration:
-                raise StopUser() from None
-            counter["in_flight"] += 1
-            began = time.perf_counter()
-            try:
-                with self.client.post("/translate", json={"text": text}, catch_response=True) as response:
-                    status = response.status_code
-                    retry_after = response.headers.get("Retry-After") if response.headers else None
-                    verdict, detail, output_chars = judge(status, retry_after, response.content)
-                    if status == 0:  # no HTTP answer: say what the connection did
-                        detail = f"no HTTP answer: {response.error!r}"
-                    response.success()  # locust's own statistics are not used
-            except Exception as exception:  # noqa: BLE001 - every failure is counted and shown, never lost
-                status, verdict, detail, output_chars = 0, ERROR, f"{type(exception).__name__}: {exception}", 0
-            seconds = time.perf_counter() - began
-            answers[index] = Answer(size_class, len(text), seconds, verdict, status, detail, output_chars)
-            counter["done"] += 1
-            counter["in_flight"] -= 1
-            if counter["done"] == len(texts):
-                finished.set()
-
-    runner = Environment(user_classes=[Client]).create_local_runner()
-    sampler = RssSampler(worker_pid, lambda: counter["done"], interval_s=RSS_INTERVAL_S)
+    sampler = RssSampler(worker_pid, lambda: done[0], interval_s=RSS_INTERVAL_S)
     with sampler:
-        began = time.perf_counter()
-        runner.start(clients, spawn_rate=clients)  # one dispatch: every client starts at once
-        gevent.wait([finished, STOP], count=1)
-        while STOP.is_set() and counter["in_flight"]:  # stopped early: let the requests on the wire finish
-            time.sleep(0.1)
-        wall_s = time.perf_counter() - began
-        runner.quit()
+        wall_s = drive(base_url, texts, clients, on_reply)
         sampler.sample()
     return [answer for answer in answers if answer is not None], wall_s, list(sampler.samples)
 
