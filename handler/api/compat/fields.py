@@ -22,6 +22,7 @@ from handler.api.messages import (
     read_json,
 )
 from handler.api.routes import Found, Route
+from handler.api.shapes import json_kind
 from handler.errors import InvalidRequestError, RequestTooLargeError, UnauthorizedError
 
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -81,7 +82,7 @@ class RequestFields:
         if isinstance(value, list) and self.form:
             raise InvalidRequestError(f"{name!r} must be a string, given once; it is given {len(value)} times")
         if not isinstance(value, str):
-            raise InvalidRequestError(f"{name!r} must be a string; got a JSON {_json_kind(value)}")
+            raise InvalidRequestError(f"{name!r} must be a string; got a JSON {json_kind(value)}")
         return value
 
     def __contains__(self, name: str) -> bool:
@@ -106,7 +107,7 @@ def read_fields(
     if media_type == JSON_TYPE or media_type.endswith("+json") or (not media_type and body[:1] == b"{"):
         payload = read_json(request.body) if body else {}  # InvalidRequestError: not UTF-8, not JSON, too deep
         if not isinstance(payload, dict):
-            raise InvalidRequestError(f"the JSON body must be an object; got a JSON {_json_kind(payload)}")
+            raise InvalidRequestError(f"the JSON body must be an object; got a JSON {json_kind(payload)}")
         values.update(payload)
         return RequestFields(values, form=False)
     if media_type == MULTIPART_TYPE and body:
@@ -184,16 +185,6 @@ def _multipart(content_type: str, body: bytes, files: dict[str, UploadedFile] | 
 def key_is_valid(request: HttpRequest, parameter: str | None, keys: ApiKeys) -> bool:
     """Whether the request's key passes (``handler.api.keys``: X-API-Key, then Authorization, then ``parameter``)."""
     return keys.accepts(presented_key(request.headers, parameter))
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    return "array" if isinstance(value, list) else "object" if isinstance(value, dict) else "string"
 
 
 def json_response(status: int, payload: Any, headers: Mapping[str, str] | None = None) -> HttpResponse:
