@@ -719,21 +719,27 @@ def test_gcp_settings_are_runtime_variables_with_runtime_defaults() -> None:
     assert RuntimeConfig.from_env(settings) == RuntimeConfig()
 
 
-def test_cloud_run_http_service_deadline_is_its_timeout(tmp_path: Path) -> None:
-    # the HTTP service's env file (deploy.sh env, as the printed Cloud Run commands write it) carries its --timeout
+def http_env_and_printout(folder: Path, platform: str, **settings: str) -> tuple[dict[str, Any], str]:
+    """The HTTP entry point's env file as `deploy.sh env` writes it into ``folder`` (as the printed commands do), and
+    the printed commands, for ``platform`` (functions or run) and any other deploy.sh ``settings``."""
     environ = {
         "PATH": "/usr/bin:/bin",
-        "PLATFORM": "run",
+        "PLATFORM": platform,
         "GCP_PROJECT": "p",
         "INPUT_BUCKET": "a",
         "OUTPUT_BUCKET": "b",
     }
-    written = subprocess.run(
-        ["bash", str(GCP_DEPLOY), "env", str(tmp_path)], capture_output=True, text=True, env=environ
-    )
+    environ |= settings
+    written = subprocess.run(["bash", str(GCP_DEPLOY), "env", str(folder)], capture_output=True, text=True, env=environ)
     assert written.returncode == 0, written.stderr
-    http_env = yaml.safe_load((tmp_path / "env-run-http.yaml").read_text())
+    http_env = yaml.safe_load((folder / ("env-run-http.yaml" if platform == "run" else "env-http.yaml")).read_text())
     printed = subprocess.run(["bash", str(GCP_DEPLOY), "print"], capture_output=True, text=True, env=environ).stdout
+    return http_env, printed
+
+
+def test_cloud_run_http_service_deadline_is_its_timeout(tmp_path: Path) -> None:
+    # the HTTP service's env file (deploy.sh env, as the printed Cloud Run commands write it) carries its --timeout
+    http_env, printed = http_env_and_printout(tmp_path, "run")
     service = next(shlex.split(line) for line in printed.splitlines() if line.startswith("gcloud run deploy "))
     assert service[3] == "zh-en-translate"  # the first service deployed is the HTTP one
     assert _flags(service)["--timeout"] == [f"{http_env[runtime_config.ENV_REQUEST_TIMEOUT_S]}s"]
@@ -748,23 +754,10 @@ def test_gcp_http_instances_take_concurrent_requests_with_a_thread_each_and_even
     # the HTTP function or service takes HTTP_CONCURRENCY requests at once (16 by default: docs/deployment.md), and
     # its gunicorn gets a thread for each (functions-framework reads THREADS), or the extra ones would wait unseen
     # by the decoder's back-pressure; a file or part event is a whole document: one an instance
-    environ = {
-        "PATH": "/usr/bin:/bin",
-        "PLATFORM": platform,
-        "GCP_PROJECT": "p",
-        "INPUT_BUCKET": "a",
-        "OUTPUT_BUCKET": "b",
-    }
-    if concurrency:
-        environ["HTTP_CONCURRENCY"] = concurrency
+    settings = {"HTTP_CONCURRENCY": concurrency} if concurrency else {}
     expected = concurrency or "16"
-    written = subprocess.run(
-        ["bash", str(GCP_DEPLOY), "env", str(tmp_path)], capture_output=True, text=True, env=environ
-    )
-    assert written.returncode == 0, written.stderr
-    http_env = yaml.safe_load((tmp_path / ("env-run-http.yaml" if platform == "run" else "env-http.yaml")).read_text())
+    http_env, printed = http_env_and_printout(tmp_path, platform, **settings)
     assert http_env["THREADS"] == expected
-    printed = subprocess.run(["bash", str(GCP_DEPLOY), "print"], capture_output=True, text=True, env=environ).stdout
     deploys = [shlex.split(line) for line in printed.splitlines() if " deploy " in line and line.startswith("gcloud ")]
     concurrencies = {_flags(command).get("--concurrency", ["(none)"])[0] for command in deploys[1:]}
     assert _flags(deploys[0])["--concurrency"] == [expected]  # the first deployed is the HTTP one
