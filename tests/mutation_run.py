@@ -60,6 +60,11 @@ TESTS_BY_MODULE: dict[str, list[str]] = {
     ],
     "handler/api/compat/deepl.py": ["tests/mutation_kills/test_deepl.py"],
     "handler/api/compat/libretranslate.py": ["tests/mutation_kills/test_libretranslate.py"],
+    "handler/api/quotas.py": ["tests/adapters/test_key_quotas.py"],
+    "handler/decoder.py": ["tests/runtime/test_decoder_rows.py", "tests/runtime/test_decoder.py"],
+    "handler/metrics.py": ["tests/adapters/test_metrics_local.py"],
+    "handler/api/own_shapes.py": ["tests/adapters/test_request_shapes.py", "tests/mutation_kills/test_http_api.py"],
+    "handler/storage/redis_client.py": ["tests/adapters/test_key_quotas_shared.py"],
 }
 
 
